@@ -1,0 +1,134 @@
+//! Fork-join: [`join`] and [`scope`].
+//!
+//! How a `join` runs (see ARCHITECTURE.md, "Life of a job", for the whole story):
+//!
+//! 1. `b` becomes a [`StackJob`](job::StackJob) in `join`'s own frame and is pushed on the
+//!    bottom of the worker's deque (no allocation, no lock, no hardware fence);
+//! 2. `a` runs right here;
+//! 3. the worker pops its deque: if it gets `b` back, nobody stole it, and `b` runs right
+//!    here too (the fast path, which is almost every `join` in a saturated pool);
+//! 4. otherwise a thief runs `b`; the worker runs other jobs until `b`'s latch is set,
+//!    parking if there are none.
+
+pub(crate) mod job;
+pub(crate) mod latch;
+mod scope;
+
+pub use scope::{scope, Scope};
+
+use crate::runtime::worker::WorkerThread;
+use crate::util::unwind;
+use job::StackJob;
+use latch::SpinLatch;
+
+/// Runs `a` and `b`, potentially in parallel, and returns both results.
+///
+/// `a` runs on the calling thread; `b` is offered to the other workers and runs on the calling
+/// thread too if nobody took it by the time `a` is done. This makes `join` cheap enough to
+/// call at every level of a recursion: when every worker is already busy, a `join` costs a
+/// few nanoseconds over calling `a` and `b` in turn.
+///
+/// Called from outside a magpie worker, `join` runs on the current runtime (the global
+/// default, outside any) and blocks the calling thread until both halves are done.
+///
+/// # Panics
+///
+/// If `a` or `b` panics, the panic is resumed after *both* have finished, so neither half is
+/// left running with borrowed data. If both panic, `a`'s payload is the one resumed.
+///
+/// # Blocking
+///
+/// Both halves may run on the same thread, one after the other. Code where `a` waits for
+/// something that `b` does can only finish if `b` is stolen, which needs an idle worker.
+///
+/// # Examples
+///
+/// A parallel quicksort:
+///
+/// ```
+/// fn quick_sort<T: PartialOrd + Send>(v: &mut [T]) {
+///     if v.len() > 1 {
+///         let mid = partition(v);
+///         let (lo, hi) = v.split_at_mut(mid);
+///         magpie::join(|| quick_sort(lo), || quick_sort(hi));
+///     }
+/// }
+///
+/// fn partition<T: PartialOrd + Send>(v: &mut [T]) -> usize {
+///     let pivot = v.len() - 1;
+///     let mut i = 0;
+///     for j in 0..pivot {
+///         if v[j] <= v[pivot] {
+///             v.swap(i, j);
+///             i += 1;
+///         }
+///     }
+///     v.swap(i, pivot);
+///     i
+/// }
+///
+/// let mut v = vec![5, 1, 8, 22, 0, 44];
+/// quick_sort(&mut v);
+/// assert_eq!(v, vec![0, 1, 5, 8, 22, 44]);
+/// ```
+#[inline]
+pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    // SAFETY: a non-null current worker is live for as long as its thread runs jobs, which
+    // covers this call.
+    match unsafe { WorkerThread::current().as_ref() } {
+        Some(worker) => join_on_worker(worker, a, b),
+        None => crate::runtime::current_registry()
+            .in_worker_cold(move |worker| join_on_worker(worker, a, b)),
+    }
+}
+
+#[inline]
+fn join_on_worker<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let job_b = StackJob::new(b, SpinLatch::new(worker.registry(), worker.index()));
+    let job_b_ref = job_b.as_job_ref();
+    worker.push(job_b_ref);
+
+    let result_a = unwind::halt_unwinding(a);
+
+    // Take `b` back unless it was stolen. Jobs pushed after `b` were all taken back by the
+    // joins and scopes that pushed them, so if `b` is still here it is at the bottom; if it
+    // was stolen, so was everything above it and the deque holds nothing of ours.
+    while let Some(job) = worker.pop() {
+        if job == job_b_ref {
+            worker.count_job();
+            return match result_a {
+                // SAFETY: `job_b_ref` is back in our hands: no other thread can run it.
+                Ok(ra) => (ra, unsafe { job_b.run_inline() }),
+                Err(payload) => {
+                    // `b` must still run; `a`'s panic wins over `b`'s.
+                    // SAFETY: as above.
+                    let _ = unwind::halt_unwinding(|| unsafe { job_b.run_inline() });
+                    unwind::resume_unwinding(payload)
+                }
+            };
+        }
+        // Defensive: by the argument above this is unreachable, but running the job is
+        // correct whatever it is.
+        worker.execute(job);
+    }
+
+    worker.wait_until(&job_b.latch);
+    // SAFETY: `wait_until` returned, so the latch was probed set on this thread.
+    let result_b = unsafe { job_b.take_result() };
+    match result_a {
+        Ok(ra) => (ra, result_b.into_return_value()),
+        Err(payload) => unwind::resume_unwinding(payload),
+    }
+}

@@ -1,0 +1,199 @@
+//! `scope`: spawn any number of jobs that borrow from the enclosing stack frame.
+
+use std::marker::PhantomData;
+use std::ptr;
+
+use super::job::HeapJob;
+use super::latch::CountLatch;
+use crate::runtime::registry::Registry;
+use crate::runtime::worker::WorkerThread;
+use crate::sync::atomic::*;
+use crate::sync::AtomicPtr;
+use crate::util::unwind::{self, Payload};
+
+/// A fork-join scope: jobs spawned on it may borrow anything that outlives the call to
+/// [`scope`], which returns only after all of them have finished.
+///
+/// See [`scope`] for an example.
+pub struct Scope<'scope> {
+    /// One count for the scope body plus one per unfinished spawn.
+    latch: CountLatch,
+    /// The first panic of a spawned job.
+    panic: AtomicPtr<Payload>,
+    registry: *const Registry,
+    /// Invariant in `'scope`, like rayon's and std's scopes, so that a spawn cannot shorten
+    /// or lengthen the borrow it was given.
+    _marker: PhantomData<&'scope mut &'scope ()>,
+}
+
+// SAFETY: the raw pointers are to the registry (kept alive by the worker running `scope`
+// until every spawn finished) and to a boxed payload owned by the scope; everything else is
+// atomics. Spawns from several threads at once are the point of the type.
+unsafe impl Send for Scope<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for Scope<'_> {}
+
+impl std::fmt::Debug for Scope<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scope").finish_non_exhaustive()
+    }
+}
+
+/// Creates a scope, runs `op` in it on a worker, and waits for every job spawned in it.
+///
+/// Jobs spawned with [`Scope::spawn`] run in parallel with `op` and with each other, and may
+/// borrow from the caller's stack: `scope` returns only when all of them are done.
+///
+/// # Panics
+///
+/// If `op` or any spawned job panics, the panic is resumed once every spawned job has
+/// finished. `op`'s own panic wins; otherwise the first spawned job's panic is resumed and the
+/// others are dropped.
+///
+/// # Examples
+///
+/// Filling a vector in parallel, one chunk per job:
+///
+/// ```
+/// let mut squares = vec![0u64; 1000];
+/// magpie::scope(|s| {
+///     for (i, chunk) in squares.chunks_mut(100).enumerate() {
+///         s.spawn(move |_| {
+///             for (j, x) in chunk.iter_mut().enumerate() {
+///                 let n = (i * 100 + j) as u64;
+///                 *x = n * n;
+///             }
+///         });
+///     }
+/// });
+/// assert_eq!(squares[999], 999 * 999);
+/// ```
+pub fn scope<'scope, OP, R>(op: OP) -> R
+where
+    OP: FnOnce(&Scope<'scope>) -> R + Send,
+    R: Send,
+{
+    // SAFETY: a non-null current worker is live for this whole call (see `join`).
+    match unsafe { WorkerThread::current().as_ref() } {
+        Some(worker) => scope_on_worker(worker, op),
+        None => crate::runtime::current_registry()
+            .in_worker_cold(move |worker| scope_on_worker(worker, op)),
+    }
+}
+
+fn scope_on_worker<'scope, OP, R>(worker: &WorkerThread, op: OP) -> R
+where
+    OP: FnOnce(&Scope<'scope>) -> R + Send,
+    R: Send,
+{
+    let scope = Scope {
+        latch: CountLatch::new(1, worker.registry(), worker.index()),
+        panic: AtomicPtr::new(ptr::null_mut()),
+        registry: worker.registry(),
+        _marker: PhantomData,
+    };
+    let result = unwind::halt_unwinding(|| op(&scope));
+    // The body's own count.
+    // SAFETY: `scope` lives until after `wait_until` below observes the latch set.
+    unsafe { CountLatch::decrement(&scope.latch) };
+    worker.wait_until(scope.latch.as_spin());
+
+    let spawned_panic = scope.take_panic();
+    match result {
+        Err(payload) => unwind::resume_unwinding(payload),
+        Ok(value) => match spawned_panic {
+            Some(payload) => unwind::resume_unwinding(payload),
+            None => value,
+        },
+    }
+}
+
+impl<'scope> Scope<'scope> {
+    /// Spawns `body` to run in this scope, in parallel with the rest.
+    ///
+    /// `body` gets the scope back, to spawn more jobs from. It is queued on the calling
+    /// worker (LIFO for this worker, stealable by the others), or on the runtime's inject
+    /// queue when called from a thread outside the pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let count = AtomicUsize::new(0);
+    /// magpie::scope(|s| {
+    ///     for _ in 0..10 {
+    ///         s.spawn(|s| {
+    ///             count.fetch_add(1, Ordering::Relaxed);
+    ///             s.spawn(|_| {
+    ///                 count.fetch_add(1, Ordering::Relaxed);
+    ///             });
+    ///         });
+    ///     }
+    /// });
+    /// assert_eq!(count.into_inner(), 20);
+    /// ```
+    pub fn spawn<BODY>(&self, body: BODY)
+    where
+        BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        self.latch.increment();
+        let scope = ScopePtr(self);
+        let run = move || {
+            let scope = scope;
+            // SAFETY: the scope outlives every job spawned in it: `scope_on_worker` waits for
+            // the latch, which this job releases only below, as its last act.
+            let this = unsafe { &*scope.0 };
+            if let Err(payload) = unwind::halt_unwinding(|| body(this)) {
+                this.record_panic(payload);
+            }
+            // SAFETY: as above; after this call the job touches the scope no more.
+            unsafe { CountLatch::decrement(&this.latch) };
+        };
+        // SAFETY: the job is executed exactly once (it is pushed to exactly one queue, and
+        // queues hand each job to one taker) and before the scope, and so anything `body`
+        // borrows for `'scope`, goes away (the scope waits for its count to reach zero).
+        let job = unsafe { HeapJob::into_job_ref(run) };
+        // SAFETY: a non-null current worker is live during this call.
+        match unsafe { WorkerThread::current().as_ref() } {
+            Some(worker) if ptr::eq(worker.registry(), self.registry) => worker.push(job),
+            // SAFETY: the registry outlives the scope (see the type's SAFETY note).
+            _ => unsafe { (*self.registry).inject(job) },
+        }
+    }
+
+    fn record_panic(&self, payload: Payload) {
+        let boxed = Box::into_raw(Box::new(payload));
+        // AcqRel: Release publishes the payload to `take_panic`'s Acquire swap.
+        if self
+            .panic
+            .compare_exchange(ptr::null_mut(), boxed, AcqRel, Relaxed)
+            .is_err()
+        {
+            // SAFETY: `boxed` was never shared; a panic was already recorded.
+            drop(unsafe { Box::from_raw(boxed) });
+        }
+    }
+
+    fn take_panic(&self) -> Option<Payload> {
+        // Acquire: pairs with the Release in `record_panic`.
+        let ptr = self.panic.swap(ptr::null_mut(), Acquire);
+        // SAFETY: non-null values come from `Box::into_raw` in `record_panic`, and the swap
+        // makes us their only owner.
+        (!ptr.is_null()).then(|| *unsafe { Box::from_raw(ptr) })
+    }
+}
+
+impl Drop for Scope<'_> {
+    fn drop(&mut self) {
+        // A payload nobody took (only if resuming another panic unwound past `take_panic`).
+        drop(self.take_panic());
+    }
+}
+
+/// A pointer to the scope that a spawned job may carry to another thread.
+struct ScopePtr<'scope>(*const Scope<'scope>);
+
+// SAFETY: `Scope` is `Sync`, so sharing a pointer to it across threads is sound; the job's
+// SAFETY argument covers its lifetime.
+unsafe impl Send for ScopePtr<'_> {}

@@ -1,0 +1,363 @@
+//! The job deque: a growable Chase-Lev work-stealing deque of raw job pointers.
+//!
+//! The owning worker pushes and pops at the *bottom* (LIFO, so the job it just forked is the
+//! one still hot in cache); thieves take from the *top* (FIFO, so they get the oldest and,
+//! in fork-join code, the largest piece of work).
+//!
+//! # Sources
+//!
+//! * D. Chase and Y. Lev, "Dynamic circular work-stealing deque", SPAA 2005: the algorithm.
+//! * N. M. Lê, A. Pop, A. Cohen and F. Zappa Nardelli, "Correct and efficient work-stealing
+//!   for weak memory models", PPoPP 2013: the C11 orderings used here, except that the two
+//!   `seq_cst` fences (in `take` and `steal`) are our asymmetric pair
+//!   [`barrier::light`](crate::sync::barrier::light) / [`barrier::heavy`](crate::sync::barrier::heavy):
+//!   the owner's fence, paid on every `join`, becomes a compiler fence, and the thief pays a
+//!   `membarrier` instead. Steals are rare; pops are not.
+//!
+//! # Invariants
+//!
+//! 1. Only the owner ([`Worker`]) writes `bottom`, writes slots, and replaces the buffer.
+//!    Thieves ([`Stealer`]) only read those, and only advance `top`, by CAS.
+//! 2. `top` never decreases. An item at index `i` is taken by whoever moves `top` from `i` to
+//!    `i + 1` (a thief's CAS, or the owner's CAS on the last item), or by the owner's pop of
+//!    index `i` while `top < i`; never by two of them.
+//! 3. Slots are atomics, read and written with `Relaxed` operations. A thief may read a slot
+//!    the owner is overwriting (its buffer view is stale, or the index wrapped around); it then
+//!    reads *some* pointer, never a torn one, and its CAS on `top` fails, so the value is
+//!    discarded. This closes the stale-buffer data race of crossbeam#726 / RUSTSEC-2021-0093,
+//!    where a slot was read with a plain, racy copy.
+//! 4. A buffer, once installed, is never freed before the deque is: growth moves the old one
+//!    to a retired list, so a thief holding a stale buffer pointer reads valid memory.
+//!    Buffers double, so the retired ones together are smaller than the live one.
+//! 5. Indices are `isize` and only ever incremented by one per operation: wrapping around
+//!    would take 2^63 operations (centuries), so `bottom - top` is always the true length,
+//!    unlike the 16- and 32-bit ring indices of tokio#5042.
+
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use crate::sync::atomic::*;
+use crate::sync::{barrier, lock, Arc, AtomicIsize, AtomicPtr, Mutex};
+use crate::util::CachePadded;
+
+/// Slots in a new deque's buffer. Small under loom, so that three pushes explore growth.
+#[cfg(not(loom))]
+const INITIAL_CAPACITY: usize = 64;
+#[cfg(loom)]
+const INITIAL_CAPACITY: usize = 2;
+
+/// The result of [`Stealer::steal`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Steal<T> {
+    /// The deque was empty.
+    Empty,
+    /// Took the oldest item.
+    Success(T),
+    /// Lost a race with another thief or the owner; the deque may still hold items.
+    Retry,
+}
+
+/// A power-of-two array of slots.
+struct Buffer<T> {
+    slots: Box<[AtomicPtr<T>]>,
+}
+
+impl<T> Buffer<T> {
+    fn alloc(capacity: usize) -> *mut Buffer<T> {
+        debug_assert!(capacity.is_power_of_two());
+        let slots = (0..capacity)
+            .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+            .collect();
+        Box::into_raw(Box::new(Buffer { slots }))
+    }
+
+    fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn slot(&self, index: isize) -> &AtomicPtr<T> {
+        // `capacity` is a power of two, so masking is the modulo for any index, negative too.
+        &self.slots[(index as usize) & (self.slots.len() - 1)]
+    }
+
+    fn read(&self, index: isize) -> *mut T {
+        // Relaxed: the item's contents are published by the Release store of `bottom`
+        // (or of the buffer pointer) that made this index visible; see invariant 3.
+        self.slot(index).load(Relaxed)
+    }
+
+    fn write(&self, index: isize, item: *mut T) {
+        // Relaxed: published by the Release store of `bottom` in `push` that follows.
+        self.slot(index).store(item, Relaxed);
+    }
+}
+
+/// State shared by the owner and the thieves.
+struct Inner<T> {
+    /// Thieves' end: index of the oldest item.
+    top: CachePadded<AtomicIsize>,
+    /// Owner's end: index one past the newest item.
+    bottom: CachePadded<AtomicIsize>,
+    /// The live buffer.
+    buffer: CachePadded<AtomicPtr<Buffer<T>>>,
+    /// Buffers replaced by growth, freed with the deque (invariant 4). Touched only on growth.
+    retired: Mutex<Vec<*mut Buffer<T>>>,
+}
+
+// SAFETY: the deque stores raw pointers it never dereferences; sending or sharing it sends or
+// shares those pointers, which is sound when the items they stand for are `Send` (the job
+// types that use it are). The buffers are owned by `Inner` and freed only in its `Drop`.
+unsafe impl<T: Send> Send for Inner<T> {}
+// SAFETY: as above; all shared access goes through atomics or the `retired` mutex.
+unsafe impl<T: Send> Sync for Inner<T> {}
+
+impl<T> Drop for Inner<T> {
+    fn drop(&mut self) {
+        let live = self.buffer.load(Relaxed);
+        // SAFETY: `&mut self` means no `Worker` or `Stealer` is left, so no thread can read
+        // the buffers any more; each was made by `Buffer::alloc` and is freed once here
+        // (invariant 4 keeps the retired list and the live pointer disjoint).
+        unsafe {
+            drop(Box::from_raw(live));
+            for old in lock(&self.retired).drain(..) {
+                drop(Box::from_raw(old));
+            }
+        }
+    }
+}
+
+/// The owner's handle: push and pop at the bottom. Not `Sync`, not `Clone`.
+pub(crate) struct Worker<T> {
+    inner: Arc<Inner<T>>,
+    /// Owner operations must stay on one thread at a time.
+    _not_sync: PhantomData<*mut ()>,
+}
+
+// SAFETY: moving the owner handle to another thread is fine (a worker's deque is created on
+// the builder thread and moved into the worker); only concurrent owner calls would break
+// invariant 1, and `!Sync` plus `&mut`-free methods on one thread rule those out.
+unsafe impl<T: Send> Send for Worker<T> {}
+
+/// A thief's handle: take from the top. Cheap to clone, shareable.
+pub(crate) struct Stealer<T> {
+    inner: Arc<Inner<T>>,
+}
+
+impl<T> Clone for Stealer<T> {
+    fn clone(&self) -> Self {
+        Stealer {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Worker<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker").field("len", &self.len()).finish()
+    }
+}
+
+impl<T> std::fmt::Debug for Stealer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stealer").field("len", &self.len()).finish()
+    }
+}
+
+/// A new, empty deque: the owner's handle and a thief's handle.
+pub(crate) fn new<T>() -> (Worker<T>, Stealer<T>) {
+    let inner = Arc::new(Inner {
+        top: CachePadded::new(AtomicIsize::new(0)),
+        bottom: CachePadded::new(AtomicIsize::new(0)),
+        buffer: CachePadded::new(AtomicPtr::new(Buffer::alloc(INITIAL_CAPACITY))),
+        retired: Mutex::new(Vec::new()),
+    });
+    (
+        Worker {
+            inner: inner.clone(),
+            _not_sync: PhantomData,
+        },
+        Stealer { inner },
+    )
+}
+
+impl<T> Inner<T> {
+    fn len(&self) -> usize {
+        // Relaxed: an estimate; callers that need certainty use pop/steal.
+        let b = self.bottom.load(Relaxed);
+        let t = self.top.load(Relaxed);
+        b.wrapping_sub(t).max(0) as usize
+    }
+}
+
+impl<T> Worker<T> {
+    /// Pushes `item` at the bottom. Never fails; grows the buffer when full.
+    #[inline]
+    pub(crate) fn push(&self, item: NonNull<T>) {
+        let inner = &*self.inner;
+        // Relaxed: only this thread writes `bottom` (invariant 1).
+        let b = inner.bottom.load(Relaxed);
+        // Acquire: pairs with the thieves' CAS on `top`, so the slots they emptied are theirs
+        // to have read before we overwrite them.
+        let t = inner.top.load(Acquire);
+        // Relaxed: only this thread writes `buffer`.
+        let mut buffer = inner.buffer.load(Relaxed);
+
+        // Is the buffer full? (`top` may have moved since; that only makes room.)
+        // SAFETY: `buffer` is the live buffer, which only this thread replaces (invariant 1)
+        // and which outlives every handle (invariant 4).
+        if b.wrapping_sub(t) >= unsafe { (*buffer).capacity() } as isize {
+            // Yes. Grow it.
+            buffer = self.grow_cold(t, b);
+        }
+        // SAFETY: as above.
+        unsafe { (*buffer).write(b, item.as_ptr()) };
+        // Release: publishes the slot write to thieves; pairs with the Acquire load of
+        // `bottom` in `Stealer::steal`.
+        inner.bottom.store(b.wrapping_add(1), Release);
+    }
+
+    /// Replaces a full buffer with one twice its size; returns the new buffer.
+    #[cold]
+    fn grow_cold(&self, top: isize, bottom: isize) -> *mut Buffer<T> {
+        let inner = &*self.inner;
+        let old = inner.buffer.load(Relaxed);
+        // SAFETY: `old` is the live buffer (invariant 1, 4).
+        let old_ref = unsafe { &*old };
+        let new = Buffer::alloc(old_ref.capacity() * 2);
+        // SAFETY: `new` was just allocated and is not shared yet.
+        let new_ref = unsafe { &*new };
+        // Copy every item that may still be taken; thieves advancing `top` meanwhile is fine:
+        // they read the old buffer, which stays intact (invariant 4).
+        let mut i = top;
+        while i != bottom {
+            new_ref.write(i, old_ref.read(i));
+            i = i.wrapping_add(1);
+        }
+        lock(&inner.retired).push(old);
+        // Release: pairs with the Acquire load of `buffer` in `steal`, so a thief that sees
+        // the new buffer sees the slots copied into it.
+        inner.buffer.store(new, Release);
+        new
+    }
+
+    /// Pops the newest item, if any.
+    #[inline]
+    pub(crate) fn pop(&self) -> Option<NonNull<T>> {
+        let inner = &*self.inner;
+        // Relaxed: only this thread writes `bottom` and `buffer` (invariant 1).
+        let b = inner.bottom.load(Relaxed).wrapping_sub(1);
+        let buffer = inner.buffer.load(Relaxed);
+        // Reserve the bottom item before looking at `top`...
+        inner.bottom.store(b, Relaxed);
+        // ...and make that reservation visible to any thief before we read `top`: pairs with
+        // `barrier::heavy` in `steal` (the store/load pair of Lê et al.'s `take`).
+        barrier::light();
+        // Relaxed: ordered after the reservation by the barrier above.
+        let t = inner.top.load(Relaxed);
+
+        let len = b.wrapping_sub(t);
+        if len < 0 {
+            // Empty: undo the reservation.
+            inner.bottom.store(b.wrapping_add(1), Relaxed);
+            return None;
+        }
+        // SAFETY: `buffer` is live (invariants 1, 4).
+        let item = unsafe { (*buffer).read(b) };
+        if len > 0 {
+            // More than one item: no thief can reach index `b` (invariant 2).
+            return NonNull::new(item);
+        }
+        // The last item: race the thieves for it by advancing `top` ourselves.
+        // SeqCst: totally ordered with the thieves' CAS on the same index; Relaxed on
+        // failure since we then take nothing.
+        let won = inner
+            .top
+            .compare_exchange(t, t.wrapping_add(1), SeqCst, Relaxed)
+            .is_ok();
+        // Either way the deque is now empty at index t + 1 = b + 1.
+        inner.bottom.store(b.wrapping_add(1), Relaxed);
+        if won {
+            NonNull::new(item)
+        } else {
+            None
+        }
+    }
+
+    /// The number of items, as the owner sees it.
+    pub(crate) fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Whether the deque is empty, as the owner sees it.
+    #[allow(dead_code)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Another thief's handle to this deque.
+    #[allow(dead_code)]
+    pub(crate) fn stealer(&self) -> Stealer<T> {
+        Stealer {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T> Stealer<T> {
+    /// Takes the oldest item, if any.
+    pub(crate) fn steal(&self) -> Steal<NonNull<T>> {
+        let inner = &*self.inner;
+        // A cheap look first, so that thieves circling an empty deque pay no barrier.
+        // Relaxed: a stale answer only delays the steal; sleepers recheck after their own
+        // heavy barrier (see `sleep/README.md`).
+        if inner
+            .bottom
+            .load(Relaxed)
+            .wrapping_sub(inner.top.load(Relaxed))
+            <= 0
+        {
+            return Steal::Empty;
+        }
+
+        // Acquire: pairs with the CAS of whichever thief (or owner) last moved `top`.
+        let t = inner.top.load(Acquire);
+        // Pairs with `barrier::light` in `pop`: after this, either we see the owner's
+        // reservation of the bottom item, or the owner sees our `top` (Lê et al.'s fence).
+        barrier::heavy();
+        // Acquire: pairs with the Release store of `bottom` in `push`, publishing the slot.
+        let b = inner.bottom.load(Acquire);
+        if b.wrapping_sub(t) <= 0 {
+            return Steal::Empty;
+        }
+
+        // Acquire: pairs with the Release store in `grow_cold`, publishing copied slots.
+        let buffer = inner.buffer.load(Acquire);
+        // SAFETY: every buffer ever installed lives until the deque drops (invariant 4).
+        let item = unsafe { (*buffer).read(t) };
+
+        // Claim index `t`. SeqCst: totally ordered with the owner's CAS for the last item.
+        if inner
+            .top
+            .compare_exchange(t, t.wrapping_add(1), SeqCst, Relaxed)
+            .is_err()
+        {
+            // Someone else took it; `item` may be stale (invariant 3) and is dropped unread.
+            return Steal::Retry;
+        }
+        match NonNull::new(item) {
+            Some(item) => Steal::Success(item),
+            // Unreachable: a claimed index below `bottom` always holds a pushed pointer.
+            None => Steal::Retry,
+        }
+    }
+
+    /// The number of items, approximately (it may be stale by the time it returns).
+    pub(crate) fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Whether the deque looks empty (it may be stale by the time it returns).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,10 @@
+//! Queues: mechanism only. What goes in them, in what order they are searched, and when to
+//! wake a sleeper are the worker's business (`runtime::worker`), not theirs.
+
+pub(crate) mod chase_lev;
+pub(crate) mod inject;
+
+#[cfg(all(test, loom))]
+mod loom_chase_lev;
+#[cfg(all(test, not(loom)))]
+mod tests_chase_lev;

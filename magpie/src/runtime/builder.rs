@@ -1,0 +1,159 @@
+//! `Builder` and `BuildError`.
+
+use std::fmt;
+use std::io;
+
+use super::Runtime;
+
+/// The most workers one runtime may have (the sleep protocol counts them in 32-bit fields;
+/// this is far beyond any machine's useful thread count).
+pub const MAX_WORKERS: usize = 1 << 16;
+
+/// Configures and builds a [`Runtime`].
+///
+/// # Examples
+///
+/// ```
+/// let rt = magpie::Runtime::builder()
+///     .worker_threads(4)
+///     .thread_name("compute")
+///     .stack_size(4 << 20)
+///     .build()
+///     .expect("could not start the runtime");
+/// assert_eq!(rt.num_workers(), 4);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Builder {
+    pub(super) worker_threads: Option<usize>,
+    pub(super) thread_name: Option<String>,
+    pub(super) stack_size: Option<usize>,
+}
+
+impl Builder {
+    /// A builder with the defaults: one worker per available CPU (or `MAGPIE_WORKER_THREADS`
+    /// if that environment variable holds a positive number), threads named
+    /// `magpie-worker-{index}`, and the platform's default stack size.
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Sets the number of worker threads. 0 makes [`Builder::build`] fail.
+    pub fn worker_threads(mut self, count: usize) -> Builder {
+        self.worker_threads = Some(count);
+        self
+    }
+
+    /// Names the worker threads `{name}-{index}`.
+    pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
+        self.thread_name = Some(name.into());
+        self
+    }
+
+    /// Sets each worker thread's stack size in bytes. Deeply recursive `join` code may need
+    /// more than the platform default.
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Starts the workers.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::ZeroWorkers`] or [`BuildError::TooManyWorkers`] for a bad worker
+    /// count; [`BuildError::Spawn`] if the OS refused a thread, in which case the threads
+    /// already started have been stopped and joined.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = magpie::Runtime::builder().worker_threads(0).build().unwrap_err();
+    /// assert!(matches!(err, magpie::BuildError::ZeroWorkers));
+    /// ```
+    pub fn build(self) -> Result<Runtime, BuildError> {
+        Runtime::start(self)
+    }
+
+    /// Builds the global default runtime that the free functions ([`join`](crate::join),
+    /// [`scope`](crate::scope)) use outside any worker.
+    ///
+    /// # Errors
+    ///
+    /// As [`Builder::build`], and [`BuildError::GlobalAlreadyInitialized`] if the global
+    /// runtime exists already (it is created on first use).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // In `main`, before any parallel work:
+    /// let _ = magpie::Runtime::builder().worker_threads(2).build_global();
+    /// assert_eq!(magpie::join(|| 1, || 2), (1, 2));
+    /// ```
+    pub fn build_global(self) -> Result<(), BuildError> {
+        super::global::init(self)
+    }
+
+    pub(super) fn resolved_worker_threads(&self) -> usize {
+        self.worker_threads.unwrap_or_else(default_worker_threads)
+    }
+}
+
+/// `MAGPIE_WORKER_THREADS` if set to a positive number, else the available parallelism.
+fn default_worker_threads() -> usize {
+    std::env::var("MAGPIE_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Why a runtime could not be built.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// `worker_threads(0)`: a runtime needs at least one worker.
+    ZeroWorkers,
+    /// More workers than [`MAX_WORKERS`].
+    TooManyWorkers {
+        /// The count asked for.
+        requested: usize,
+    },
+    /// The OS refused to start worker `index`; the workers already started were stopped.
+    Spawn {
+        /// The worker that failed to start.
+        index: usize,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// [`Builder::build_global`] was called after the global runtime was created.
+    GlobalAlreadyInitialized,
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::ZeroWorkers => f.write_str("a runtime needs at least one worker thread"),
+            BuildError::TooManyWorkers { requested } => {
+                write!(
+                    f,
+                    "{requested} worker threads requested; at most {MAX_WORKERS} are supported"
+                )
+            }
+            BuildError::Spawn { index, source } => {
+                write!(f, "could not start worker thread {index}: {source}")
+            }
+            BuildError::GlobalAlreadyInitialized => {
+                f.write_str("the global runtime has already been initialized")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Spawn { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

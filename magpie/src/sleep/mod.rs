@@ -1,0 +1,221 @@
+//! The idle coordinator: who is searching for work, who is asleep, and whom to wake.
+//!
+//! The protocol, its rules and the argument that no wakeup is lost are in `README.md` beside
+//! this file; the numbered rules there are cited in the code as (R1)..(R5).
+//!
+//! State lives in two places:
+//!
+//! * `state`, one atomic word: the number of *searching* workers (low 32 bits) and of
+//!   *unparked* workers (high 32 bits). A worker is unparked from the time it is woken (or
+//!   starts) until it registers as parked.
+//! * `idle`, a bitmap, one `AtomicU64` per 64 workers: bit `i` is set while worker `i` is
+//!   registered as parked and nobody has claimed its wakeup yet. Waking someone means
+//!   clearing a set bit (found with `trailing_zeros`) by CAS; whoever clears a bit owns that
+//!   worker's wakeup and its increment of `state`.
+
+mod parker;
+
+use std::time::Duration;
+
+use parker::Parker;
+
+/// How a worker is counted after [`Sleep::park`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// A notifier woke it for new work and counted it as unparked and searching.
+    Searching,
+    /// It woke for its own reasons (timeout, a latch, shutdown): unparked, not searching.
+    Plain,
+}
+
+use crate::sync::atomic::*;
+use crate::sync::{barrier, AtomicU64};
+use crate::util::CachePadded;
+
+const SEARCHING_ONE: u64 = 1;
+const SEARCHING_MASK: u64 = (1 << 32) - 1;
+const UNPARKED_ONE: u64 = 1 << 32;
+
+/// A copy of the state word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IdleState(u64);
+
+impl IdleState {
+    pub(crate) fn searching(self) -> usize {
+        (self.0 & SEARCHING_MASK) as usize
+    }
+
+    pub(crate) fn unparked(self) -> usize {
+        (self.0 >> 32) as usize
+    }
+}
+
+/// The idle coordinator of one runtime.
+#[derive(Debug)]
+pub(crate) struct Sleep {
+    state: CachePadded<AtomicU64>,
+    idle: Box<[CachePadded<AtomicU64>]>,
+    parkers: Box<[CachePadded<Parker>]>,
+    num_workers: usize,
+}
+
+impl Sleep {
+    /// A coordinator for `num_workers` workers, all counted as unparked and not searching.
+    pub(crate) fn new(num_workers: usize) -> Sleep {
+        assert!(
+            num_workers > 0 && num_workers < (1 << 31),
+            "worker count out of range"
+        );
+        Sleep {
+            state: CachePadded::new(AtomicU64::new(num_workers as u64 * UNPARKED_ONE)),
+            idle: (0..num_workers.div_ceil(64))
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            parkers: (0..num_workers)
+                .map(|_| CachePadded::new(Parker::new()))
+                .collect(),
+            num_workers,
+        }
+    }
+
+    /// The state word's value when every worker is unparked and none is searching: the pool
+    /// is saturated and a newly pushed job needs nobody woken.
+    pub(crate) fn saturated_state(&self) -> u64 {
+        self.num_workers as u64 * UNPARKED_ONE
+    }
+
+    /// A snapshot of the counts.
+    #[allow(dead_code)]
+    pub(crate) fn load(&self) -> IdleState {
+        IdleState(self.state.load(SeqCst))
+    }
+
+    /// Tries to count the calling worker as searching. Refused when about half the workers
+    /// already search (R4), to bound the contention of many idle thieves.
+    pub(crate) fn try_start_searching(&self) -> bool {
+        // SeqCst: searching counts take part in the total order the proof relies on (R2).
+        let state = IdleState(self.state.load(SeqCst));
+        if 2 * state.searching() >= self.num_workers {
+            return false;
+        }
+        self.state.fetch_add(SEARCHING_ONE, SeqCst);
+        true
+    }
+
+    /// Stops counting the calling worker as searching; returns whether it was the last
+    /// searcher, in which case it must call [`Sleep::notify_work`] (R3).
+    #[must_use]
+    pub(crate) fn stop_searching(&self) -> bool {
+        // SeqCst: see try_start_searching.
+        let prev = IdleState(self.state.fetch_sub(SEARCHING_ONE, SeqCst));
+        debug_assert!(prev.searching() > 0);
+        prev.searching() == 1
+    }
+
+    /// Called after publishing work: wakes one parked worker if nobody is searching (R1).
+    ///
+    /// The cost on the hot path is one compiler fence (asymmetric mode), one load and a
+    /// compare; the cold path runs only when a worker is actually asleep.
+    #[inline]
+    pub(crate) fn notify_work(&self) {
+        // Order the publication before the load of `state`: pairs with `barrier::heavy` in
+        // `register_parked` (the sleeper's recheck).
+        barrier::light();
+        // Relaxed: ordered by the barrier above.
+        let state = self.state.load(Relaxed);
+        if state == self.saturated_state() {
+            return;
+        }
+        let state = IdleState(state);
+        if state.searching() == 0 && state.unparked() < self.num_workers {
+            self.wake_any_cold();
+        }
+    }
+
+    /// Wakes one parked worker as a searcher, if one is parked. Returns whether it did.
+    #[cold]
+    pub(crate) fn wake_any_cold(&self) -> bool {
+        for (word_index, word) in self.idle.iter().enumerate() {
+            // Acquire: pairs with the Release fetch_or in `register_parked`.
+            let mut bits = word.load(Acquire);
+            while bits != 0 {
+                let bit = bits.trailing_zeros() as usize;
+                let mask = 1u64 << bit;
+                // Claim that worker's wakeup. AcqRel: pairs with the fetch_or that set the bit
+                // and with the sleeper's own claim attempt in `park`.
+                let prev = word.fetch_and(!mask, AcqRel);
+                if prev & mask != 0 {
+                    let worker = word_index * 64 + bit;
+                    // SeqCst: part of the total order on `state` (R1, R2).
+                    self.state.fetch_add(UNPARKED_ONE + SEARCHING_ONE, SeqCst);
+                    self.parkers[worker].unpark_searching();
+                    return true;
+                }
+                bits = prev & !mask;
+            }
+        }
+        false
+    }
+
+    /// Wakes worker `worker` for its own reasons (a latch it sleeps on was set, shutdown).
+    /// Touches no counts: the worker settles its own accounting when it wakes (see `park`).
+    /// If it is not parked, the token is kept and only cuts its next park short.
+    pub(crate) fn wake_worker(&self, worker: usize) {
+        self.parkers[worker].unpark_plain();
+    }
+
+    /// Registers `worker` as parked (R2): sets its idle bit and stops counting it as
+    /// unparked (and as searching, if it was). Returns whether it was the last searcher.
+    ///
+    /// After this the caller must recheck every queue and call [`Sleep::notify_work`] if
+    /// any holds work (R5), then call [`Sleep::park`]. The heavy barrier here is the one
+    /// that pairs with the light barrier of every publisher.
+    pub(crate) fn register_parked(&self, worker: usize, searching: bool) -> bool {
+        let mask = 1u64 << (worker % 64);
+        // Release: pairs with the Acquire/AcqRel in the wake functions.
+        let prev_bits = self.idle[worker / 64].fetch_or(mask, Release);
+        debug_assert_eq!(prev_bits & mask, 0, "worker {worker} registered twice");
+        let dec = UNPARKED_ONE + if searching { SEARCHING_ONE } else { 0 };
+        // SeqCst: part of the total order on `state`.
+        let prev = IdleState(self.state.fetch_sub(dec, SeqCst));
+        // Pairs with `barrier::light` in `notify_work` and in the deque's `pop`: after this,
+        // the caller's recheck sees every job published before a publisher's barrier that
+        // did not see our decrement.
+        barrier::heavy();
+        searching && prev.searching() == 1
+    }
+
+    /// Blocks `worker`, registered by [`Sleep::register_parked`], until a token arrives or
+    /// `timeout` passes, then makes it unparked again. Returns how it is counted now:
+    /// [`Wake::Searching`] if a notifier claimed it (and counted it as searching),
+    /// [`Wake::Plain`] if it claimed its own idle bit back (counted as unparked only).
+    pub(crate) fn park(&self, worker: usize, timeout: Option<Duration>) -> Wake {
+        let parker = &self.parkers[worker];
+        parker.park(timeout);
+        let word = &self.idle[worker / 64];
+        let mask = 1u64 << (worker % 64);
+        // Try to take our own wakeup back. AcqRel: as in wake_any_cold; exactly one claimer
+        // clears the bit.
+        if word.fetch_and(!mask, AcqRel) & mask != 0 {
+            // SeqCst: part of the total order on `state`.
+            self.state.fetch_add(UNPARKED_ONE, SeqCst);
+            parker.take_plain();
+            Wake::Plain
+        } else {
+            // A notifier claimed us and counted us as searching; its token is on its way
+            // (it sets it right after the claim), if it is not here already.
+            parker.take_searching();
+            Wake::Searching
+        }
+    }
+
+    #[allow(dead_code)]
+    pub(crate) fn num_workers(&self) -> usize {
+        self.num_workers
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_sleep;
+#[cfg(all(test, not(loom)))]
+mod tests;

@@ -1,0 +1,46 @@
+//! The one place that imports atomics, locks and `UnsafeCell`.
+//!
+//! Under `cfg(loom)` everything here comes from [loom] so that the data structures and
+//! protocols built on it can be model-checked; otherwise from `std`. No other module imports
+//! `std::sync::atomic` or `std::cell::UnsafeCell` directly (STYLE.md rule 9).
+//!
+//! It also holds the two halves of the *asymmetric barrier* (see [`barrier`]), which lets the
+//! hot paths (a worker pushing and popping its own jobs) run without a hardware fence.
+//!
+//! [loom]: https://docs.rs/loom
+
+pub(crate) mod barrier;
+mod cell;
+
+pub(crate) use cell::UnsafeCell;
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{
+    atomic::{AtomicBool, AtomicIsize, AtomicPtr, AtomicU64, AtomicUsize},
+    Arc, Condvar, Mutex, MutexGuard,
+};
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::{
+    atomic::{AtomicBool, AtomicIsize, AtomicPtr, AtomicU64, AtomicUsize},
+    Arc, Condvar, Mutex, MutexGuard,
+};
+
+pub(crate) mod atomic {
+    //! Orderings and fences, re-exported by name.
+    #[cfg(loom)]
+    pub(crate) use loom::sync::atomic::{fence, Ordering::*};
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::atomic::{compiler_fence, fence, Ordering::*};
+}
+
+/// Locks `mutex`, ignoring poisoning.
+///
+/// magpie never panics while holding one of its own locks (user code never runs under them),
+/// so a poisoned lock can only come from an abort-in-progress; the data is still consistent.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
