@@ -184,6 +184,22 @@ impl Drop for Runtime {
     }
 }
 
+/// The global default runtime, which the free functions ([`join`](crate::join),
+/// [`scope`](crate::scope)) use on threads outside any worker. Created on first use with the
+/// defaults of [`Builder::new`], unless [`Builder::build_global`] configured it first.
+///
+/// # Examples
+///
+/// ```
+/// let rt = magpie::default_runtime();
+/// assert_eq!(rt.num_workers(), magpie::current_num_workers());
+/// let jobs_so_far = rt.stats().jobs_executed();
+/// # let _ = jobs_so_far;
+/// ```
+pub fn default_runtime() -> &'static Runtime {
+    global::runtime()
+}
+
 /// The registry that free functions use on a thread outside any worker.
 pub(crate) fn current_registry() -> &'static Registry {
     global::registry()

@@ -121,8 +121,9 @@ impl Sleep {
         // Order the publication before the load of `state`: pairs with `barrier::heavy` in
         // `register_parked` (the sleeper's recheck).
         barrier::light();
-        // Relaxed: ordered by the barrier above.
-        let state = self.state.load(Relaxed);
+        // Acquire: if we read a parker's decrement (R2), pairs with that RMW so that the idle
+        // bit it set just before is visible to our scan in `wake_any_cold`. (Free on x86.)
+        let state = self.state.load(Acquire);
         if state == self.saturated_state() {
             return;
         }
