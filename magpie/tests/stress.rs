@@ -4,7 +4,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 fn runtime(workers: usize) -> magpie::Runtime {
-    magpie::Runtime::builder().worker_threads(workers).build().expect("runtime")
+    magpie::Runtime::builder()
+        .worker_threads(workers)
+        .build()
+        .expect("runtime")
 }
 
 fn fib(n: u64) -> u64 {
@@ -32,7 +35,11 @@ fn fib_through_join_equals_sequential_on_every_worker_count() {
     for workers in WORKER_COUNTS {
         let rt = runtime(workers);
         for _ in 0..3 {
-            assert_eq!(rt.install(|| fib(n)), expected, "fib({n}) on {workers} workers");
+            assert_eq!(
+                rt.install(|| fib(n)),
+                expected,
+                "fib({n}) on {workers} workers"
+            );
         }
     }
 }
@@ -49,13 +56,20 @@ fn leaves(slots: &[AtomicUsize]) {
 
 #[test]
 fn every_join_half_runs_exactly_once_on_every_worker_count() {
-    let n = if cfg!(debug_assertions) { 1 << 15 } else { 1 << 20 };
+    let n = if cfg!(debug_assertions) {
+        1 << 15
+    } else {
+        1 << 20
+    };
     for workers in WORKER_COUNTS {
         let rt = runtime(workers);
         let slots: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
         rt.install(|| leaves(&slots));
         let wrong = slots.iter().position(|s| s.load(Relaxed) != 1);
-        assert_eq!(wrong, None, "a leaf ran other than once on {workers} workers");
+        assert_eq!(
+            wrong, None,
+            "a leaf ran other than once on {workers} workers"
+        );
     }
 }
 
@@ -78,7 +92,11 @@ fn nested_scopes_spawn_exactly_once_on_every_worker_count() {
                 }
             })
         });
-        assert_eq!(count.load(Relaxed), per_level * per_level, "on {workers} workers");
+        assert_eq!(
+            count.load(Relaxed),
+            per_level * per_level,
+            "on {workers} workers"
+        );
     }
 }
 

@@ -71,6 +71,13 @@ use latch::SpinLatch;
 /// quick_sort(&mut v);
 /// assert_eq!(v, vec![0, 1, 5, 8, 22, 44]);
 /// ```
+///
+/// Both closures may run on another thread, so what they capture must be `Send`:
+///
+/// ```compile_fail
+/// let shared = std::rc::Rc::new(5);
+/// magpie::join(|| *shared + 1, || 0);
+/// ```
 #[inline]
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
@@ -102,9 +109,10 @@ where
 
     let result_a = unwind::halt_unwinding(a);
 
-    // Take `b` back unless it was stolen. Jobs pushed after `b` were all taken back by the
-    // joins and scopes that pushed them, so if `b` is still here it is at the bottom; if it
-    // was stolen, so was everything above it and the deque holds nothing of ours.
+    // Take `b` back unless it was stolen. Every nested `join` inside `a` took its own job
+    // back (or waited for it), so above `b` there can only be spawns of an enclosing scope
+    // made inside `a`: we run those as we meet them. Thieves take from the top, so if `b`
+    // was stolen, so was everything below it, and the loop ends with an empty deque.
     while let Some(job) = worker.pop() {
         if job == job_b_ref {
             worker.count_job();
@@ -119,8 +127,7 @@ where
                 }
             };
         }
-        // Defensive: by the argument above this is unreachable, but running the job is
-        // correct whatever it is.
+        // A scope spawn pushed while `a` ran (see above).
         worker.execute(job);
     }
 

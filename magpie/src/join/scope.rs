@@ -68,6 +68,16 @@ impl std::fmt::Debug for Scope<'_> {
 /// });
 /// assert_eq!(squares[999], 999 * 999);
 /// ```
+///
+/// A spawned job may only borrow what outlives the whole scope, not the body's locals:
+///
+/// ```compile_fail
+/// let mut results = Vec::new();
+/// magpie::scope(|s| {
+///     let local = 42;
+///     s.spawn(|_| results.push(&local));
+/// });
+/// ```
 pub fn scope<'scope, OP, R>(op: OP) -> R
 where
     OP: FnOnce(&Scope<'scope>) -> R + Send,

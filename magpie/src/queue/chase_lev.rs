@@ -289,7 +289,6 @@ impl<T> Worker<T> {
     }
 
     /// Whether the deque is empty, as the owner sees it.
-    #[allow(dead_code)]
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }

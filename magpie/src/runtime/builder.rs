@@ -61,7 +61,8 @@ impl Builder {
     /// # Errors
     ///
     /// [`BuildError::ZeroWorkers`] or [`BuildError::TooManyWorkers`] for a bad worker
-    /// count; [`BuildError::Spawn`] if the OS refused a thread, in which case the threads
+    /// count; [`BuildError::InvalidThreadName`] for a name with a NUL byte;
+    /// [`BuildError::Spawn`] if the OS refused a thread, in which case the threads
     /// already started have been stopped and joined.
     ///
     /// # Examples
@@ -127,6 +128,9 @@ pub enum BuildError {
     },
     /// [`Builder::build_global`] was called after the global runtime was created.
     GlobalAlreadyInitialized,
+    /// The thread name given to [`Builder::thread_name`] contains a NUL byte, which no OS
+    /// accepts in a thread name.
+    InvalidThreadName,
 }
 
 impl fmt::Display for BuildError {
@@ -145,6 +149,7 @@ impl fmt::Display for BuildError {
             BuildError::GlobalAlreadyInitialized => {
                 f.write_str("the global runtime has already been initialized")
             }
+            BuildError::InvalidThreadName => f.write_str("thread names may not contain NUL bytes"),
         }
     }
 }

@@ -75,13 +75,16 @@ impl Runtime {
         if n > MAX_WORKERS {
             return Err(BuildError::TooManyWorkers { requested: n });
         }
+        let name = builder.thread_name.as_deref().unwrap_or("magpie-worker");
+        if name.contains('\0') {
+            return Err(BuildError::InvalidThreadName);
+        }
         // Before any worker can run a light barrier (sync/barrier.rs).
         barrier::init();
 
         let (owners, stealers): (Vec<_>, Vec<_>) = (0..n).map(|_| chase_lev::new()).unzip();
         let id = NEXT_ID.fetch_add(1, Relaxed);
         let registry = Arc::new(Registry::new(stealers, id));
-        let name = builder.thread_name.as_deref().unwrap_or("magpie-worker");
 
         let mut threads = Vec::with_capacity(n);
         for (index, deque) in owners.into_iter().enumerate() {

@@ -1,0 +1,426 @@
+//! `Runtime` and `Builder`: build errors, `install`, thread names, worker counts, statistics
+//! and parking.
+//!
+//! Thread-count checks live in their own test binaries (`no_thread_leak.rs`,
+//! `spawn_failure.rs`): tests here run in parallel in one process.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::error::Error;
+use std::panic;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Barrier, Mutex};
+
+use common::{
+    child_test, eventually, fib, fib_sequential, is_child, panic_message, run_child, runtime,
+};
+use magpie::{BuildError, Runtime, MAX_WORKERS};
+
+/// Runs one job on every worker at the same time (a barrier of `n` holds each worker until
+/// all have a job), and returns what `f` said on each. Possible because each worker that
+/// takes a job blocks in it, so the `n` jobs go to `n` different workers.
+fn on_every_worker<T: Send>(rt: &Runtime, f: impl Fn() -> T + Sync) -> Vec<T> {
+    let n = rt.num_workers();
+    let barrier = Barrier::new(n);
+    let out = Mutex::new(Vec::new());
+    rt.install(|| {
+        magpie::scope(|s| {
+            for _ in 0..n {
+                s.spawn(|_| {
+                    barrier.wait();
+                    let value = f();
+                    out.lock().unwrap().push(value);
+                });
+            }
+        })
+    });
+    out.into_inner().unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn zero_workers_is_an_error_not_a_panic() {
+    let result = panic::catch_unwind(|| Runtime::builder().worker_threads(0).build())
+        .expect("build panicked");
+    let err = result.expect_err("zero workers built a runtime");
+    assert!(matches!(err, BuildError::ZeroWorkers), "{err:?}");
+    assert!(!err.to_string().is_empty());
+    assert!(err.source().is_none());
+}
+
+#[test]
+fn too_many_workers_is_an_error() {
+    let err = Runtime::builder()
+        .worker_threads(MAX_WORKERS + 1)
+        .build()
+        .expect_err("built a runtime beyond MAX_WORKERS");
+    match err {
+        BuildError::TooManyWorkers { requested } => assert_eq!(requested, MAX_WORKERS + 1),
+        other => panic!("expected TooManyWorkers, got {other:?}"),
+    }
+    let err = Runtime::builder()
+        .worker_threads(usize::MAX)
+        .build()
+        .expect_err("built a runtime of usize::MAX workers");
+    assert!(
+        matches!(err, BuildError::TooManyWorkers { requested } if requested == usize::MAX),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn failed_thread_spawn_is_an_error() {
+    // std reports this stack size as an OS error (EAGAIN from pthread_create) rather than
+    // panicking; checked with `std::thread::Builder` on its own first.
+    let huge = usize::MAX / 2;
+    let std_result = std::thread::Builder::new().stack_size(huge).spawn(|| ());
+    assert!(std_result.is_err(), "the OS accepted a {huge}-byte stack");
+
+    let result = panic::catch_unwind(|| {
+        Runtime::builder()
+            .worker_threads(3)
+            .stack_size(huge)
+            .build()
+    })
+    .expect("build panicked");
+    let err = result.expect_err("built a runtime with impossible stacks");
+    match &err {
+        BuildError::Spawn { index, .. } => assert_eq!(*index, 0),
+        other => panic!("expected Spawn, got {other:?}"),
+    }
+    assert!(err.source().is_some(), "Spawn should expose the io::Error");
+    assert!(err.to_string().contains('0'), "{err}");
+}
+
+#[test]
+fn runtime_new_uses_the_default_worker_count() {
+    let expected = std::env::var("MAGPIE_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let rt = Runtime::new().unwrap();
+    assert_eq!(rt.num_workers(), expected);
+    assert_eq!(rt.install(|| fib(10)), 55);
+}
+
+#[test]
+fn num_workers_and_current_num_workers() {
+    for n in [1, 2, 3, 5] {
+        let rt = runtime(n);
+        assert_eq!(rt.num_workers(), n);
+        assert_eq!(rt.install(magpie::current_num_workers), n);
+        let mut indices: Vec<usize> = on_every_worker(&rt, || {
+            assert_eq!(magpie::current_num_workers(), n);
+            magpie::current_worker_index().unwrap()
+        });
+        indices.sort_unstable();
+        assert_eq!(indices, (0..n).collect::<Vec<_>>(), "{n} workers");
+    }
+    assert_eq!(magpie::current_worker_index(), None);
+}
+
+#[test]
+fn debug_output_names_the_worker_count() {
+    let rt = runtime(3);
+    let debug = format!("{rt:?}");
+    assert!(debug.contains("Runtime") && debug.contains('3'), "{debug}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread names and stacks
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn worker_threads_are_named_after_the_builder() {
+    let rt = Runtime::builder()
+        .worker_threads(3)
+        .thread_name("named")
+        .build()
+        .unwrap();
+    let names: BTreeSet<String> = on_every_worker(&rt, || {
+        let index = magpie::current_worker_index().unwrap();
+        let name = std::thread::current().name().unwrap().to_owned();
+        assert_eq!(name, format!("named-{index}"));
+        name
+    })
+    .into_iter()
+    .collect();
+    let expected: BTreeSet<String> = (0..3).map(|i| format!("named-{i}")).collect();
+    assert_eq!(names, expected);
+}
+
+#[test]
+fn worker_threads_have_a_default_name() {
+    let rt = runtime(2);
+    let names: BTreeSet<String> =
+        on_every_worker(&rt, || std::thread::current().name().unwrap().to_owned())
+            .into_iter()
+            .collect();
+    let expected: BTreeSet<String> = (0..2).map(|i| format!("magpie-worker-{i}")).collect();
+    assert_eq!(names, expected);
+}
+
+#[test]
+fn stack_size_is_applied_to_workers() {
+    // 16 MiB of stack in one frame chain: far beyond std's 2 MiB default, fine in 64 MiB.
+    fn deep(n: usize) -> u64 {
+        let frame = std::hint::black_box([n as u8; 16 * 1024]);
+        if n == 0 {
+            return u64::from(frame[0]);
+        }
+        deep(n - 1) + u64::from(frame[frame.len() - 1])
+    }
+    let rt = Runtime::builder()
+        .worker_threads(1)
+        .stack_size(64 << 20)
+        .build()
+        .unwrap();
+    let expected: u64 = (0..=1024u64).map(|n| n % 256).sum();
+    assert_eq!(rt.install(|| deep(1024)), expected);
+}
+
+// ---------------------------------------------------------------------------------------------
+// install
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn install_returns_the_value() {
+    let rt = runtime(2);
+    assert_eq!(rt.install(|| 5), 5);
+    assert_eq!(rt.install(|| String::from("hello")), "hello");
+    let data = [1, 2, 3];
+    // `install` may borrow from the caller.
+    assert_eq!(rt.install(|| data.iter().sum::<i32>()), 6);
+    assert!(rt.install(|| magpie::current_worker_index().is_some()));
+}
+
+#[test]
+fn install_propagates_panics_and_stays_usable() {
+    let rt = runtime(2);
+    for _ in 0..10 {
+        assert_eq!(
+            panic_message(|| rt.install(|| panic!("install panic"))),
+            "install panic"
+        );
+        let msg = panic_message(|| {
+            rt.install(|| {
+                let n = 3;
+                panic!("formatted {n}")
+            })
+        });
+        assert_eq!(msg, "formatted 3");
+        assert_eq!(rt.install(|| fib(12)), 144);
+    }
+}
+
+#[test]
+fn install_on_own_worker_runs_in_place() {
+    let rt = runtime(2);
+    for _ in 0..20 {
+        let (outer, inner) = rt.install(|| {
+            let outer = magpie::current_worker_index();
+            (outer, rt.install(magpie::current_worker_index))
+        });
+        assert!(outer.is_some());
+        assert_eq!(outer, inner);
+    }
+}
+
+#[test]
+fn install_across_runtimes_nests() {
+    let rt_a = Runtime::builder()
+        .worker_threads(2)
+        .thread_name("nest-a")
+        .build()
+        .unwrap();
+    let rt_b = Runtime::builder()
+        .worker_threads(2)
+        .thread_name("nest-b")
+        .build()
+        .unwrap();
+    let name = || std::thread::current().name().unwrap().to_owned();
+    for _ in 0..20 {
+        // A -> B -> A: the blocked A worker cannot run the innermost job, the other can.
+        let (a, (b, a2)) = rt_a.install(|| {
+            let a = name();
+            let inner = rt_b.install(|| (name(), rt_a.install(name)));
+            (a, inner)
+        });
+        assert!(a.starts_with("nest-a-"), "{a}");
+        assert!(b.starts_with("nest-b-"), "{b}");
+        assert!(a2.starts_with("nest-a-"), "{a2}");
+        assert_ne!(a, a2, "the innermost job ran on the blocked worker");
+        // A panic crosses both runtimes.
+        let msg = panic_message(|| {
+            rt_a.install(|| rt_b.install(|| magpie::join(|| (), || panic!("deep"))));
+        });
+        assert_eq!(msg, "deep");
+    }
+}
+
+#[test]
+fn install_from_many_threads_at_once() {
+    let rt = runtime(2);
+    let done = AtomicUsize::new(0);
+    std::thread::scope(|ts| {
+        for t in 0..8u64 {
+            let (rt, done) = (&rt, &done);
+            ts.spawn(move || {
+                for i in 0..25u64 {
+                    let n = 8 + (t + i) % 8;
+                    assert_eq!(rt.install(|| fib(n)), fib_sequential(n));
+                    done.fetch_add(1, SeqCst);
+                }
+            });
+        }
+    });
+    assert_eq!(done.load(SeqCst), 8 * 25);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn fresh_runtime_has_executed_nothing() {
+    let rt = runtime(3);
+    let stats = rt.stats();
+    assert_eq!(stats.workers.len(), 3);
+    assert_eq!(stats.jobs_executed(), 0);
+    assert_eq!(stats.jobs_stolen(), 0);
+    for w in &stats.workers {
+        assert_eq!(w.jobs_executed, 0);
+        assert_eq!(w.jobs_stolen, 0);
+        assert_eq!(w.steal_attempts, 0);
+    }
+}
+
+#[test]
+fn stats_count_the_workload() {
+    for n in [1, 2, 4] {
+        let rt = runtime(n);
+        assert_eq!(rt.install(|| fib(18)), 2584);
+        let stats = rt.stats();
+        assert_eq!(stats.workers.len(), n);
+        // fib(18) makes fib(19) - 1 = 4180 joins, plus one job for the install.
+        assert_eq!(stats.jobs_executed(), 4181, "{n} workers");
+        assert_eq!(
+            stats.jobs_executed(),
+            stats.workers.iter().map(|w| w.jobs_executed).sum::<u64>()
+        );
+        assert_eq!(
+            stats.jobs_stolen(),
+            stats.workers.iter().map(|w| w.jobs_stolen).sum::<u64>()
+        );
+        assert_eq!(
+            stats.parks(),
+            stats.workers.iter().map(|w| w.parks).sum::<u64>()
+        );
+        assert!(stats.jobs_stolen() <= stats.jobs_executed());
+        for w in &stats.workers {
+            assert!(w.jobs_stolen <= w.steal_attempts, "{w:?}");
+        }
+        if n == 1 {
+            assert_eq!(
+                stats.jobs_stolen(),
+                0,
+                "a single worker has nobody to steal from"
+            );
+        }
+    }
+}
+
+#[test]
+fn stats_count_forced_steals() {
+    // Each join's `b` is certainly stolen (its `a` waits for it at a barrier).
+    let rt = runtime(2);
+    let barrier = Barrier::new(2);
+    for _ in 0..10 {
+        rt.install(|| magpie::join(|| barrier.wait(), || barrier.wait()));
+    }
+    let stats = rt.stats();
+    assert_eq!(stats.jobs_executed(), 20);
+    assert!(stats.jobs_stolen() >= 10, "{stats:?}");
+}
+
+#[test]
+fn idle_workers_park() {
+    let rt = runtime(3);
+    assert_eq!(rt.install(|| fib(15)), 610);
+    eventually("every worker has parked", || {
+        rt.stats().workers.iter().all(|w| w.parks >= 1)
+    });
+    assert!(rt.stats().parks() >= 3);
+
+    // New work wakes a parked worker: whoever runs it returned from a park.
+    let index = rt.install(|| magpie::current_worker_index().unwrap());
+    let stats = rt.stats();
+    assert!(
+        stats.workers[index].unparks >= 1,
+        "worker {index} ran a job without having unparked: {stats:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Default worker count (child processes: the environment is per process)
+// ---------------------------------------------------------------------------------------------
+
+const EXPECTED_ENV: &str = "MAGPIE_TEST_EXPECTED_WORKERS";
+
+#[test]
+fn default_worker_count_comes_from_the_environment() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cases: [(&str, usize); 6] = [
+        ("3", 3),
+        (" 5 ", 5),
+        ("1", 1),
+        // Not a positive number: one worker per CPU.
+        ("0", cpus),
+        ("-2", cpus),
+        ("many", cpus),
+    ];
+    for (value, expected) in cases {
+        let mut child = child_test("child_default_worker_count", "default_workers");
+        child
+            .env("MAGPIE_WORKER_THREADS", value)
+            .env(EXPECTED_ENV, expected.to_string());
+        let out = run_child(child);
+        assert!(
+            out.status.success() && out.stdout.contains("default workers: ok"),
+            "MAGPIE_WORKER_THREADS={value:?}: {out:?}"
+        );
+    }
+}
+
+/// Child mode of `default_worker_count_comes_from_the_environment`; does nothing in a normal
+/// test run.
+#[test]
+fn child_default_worker_count() {
+    if !is_child("default_workers") {
+        return;
+    }
+    let expected: usize = std::env::var(EXPECTED_ENV).unwrap().parse().unwrap();
+    assert_eq!(Runtime::new().unwrap().num_workers(), expected);
+    assert_eq!(Runtime::builder().build().unwrap().num_workers(), expected);
+    // An explicit count wins over the environment.
+    assert_eq!(runtime(2).num_workers(), 2);
+    // The global runtime too.
+    assert_eq!(magpie::current_num_workers(), expected);
+    println!("default workers: ok");
+}
+
+#[test]
+fn thread_name_with_a_nul_byte_is_an_error_not_a_panic() {
+    let err = magpie::Runtime::builder()
+        .worker_threads(2)
+        .thread_name("bad\0name")
+        .build()
+        .expect_err("a NUL byte in the thread name must be rejected");
+    assert!(matches!(err, magpie::BuildError::InvalidThreadName), "got {err:?}");
+    assert!(err.to_string().contains("NUL"));
+}
