@@ -1,1 +1,385 @@
-fn main() {}
+//! `magpie-bench`: side-by-side benchmarks of magpie against rayon, chili and plain
+//! sequential code.
+//!
+//! ```text
+//! cargo run --release -p magpie-bench -- fork-join [--workers N] [--samples K] [--quick]
+//! cargo run --release -p magpie-bench -- idle [--workers N] [--reps R]
+//! cargo run --release -p magpie-bench -- scale --workers 1,2,4,8,16 [--quick]
+//! ```
+//!
+//! The report goes to stdout as markdown (ready for BENCHMARKS.md), progress to stderr, and
+//! `--json PATH` writes the raw samples.
+
+mod fork_join;
+mod harness;
+mod idle;
+mod pools;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::fork_join::{FibWorkload, QuicksortWorkload, TreeSumWorkload};
+use crate::harness::{json, measure, measurement_json, render_measurement, Workload};
+use crate::pools::{Impl, Pools};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "magpie-bench",
+    about = "Benchmarks magpie against rayon, chili and sequential code"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// fib, tree_sum and quicksort with every implementation at one worker count.
+    ForkJoin(ForkJoinArgs),
+    /// CPU time each pool burns in the second after its work ends.
+    Idle(IdleArgs),
+    /// The fork-join workloads at several worker counts, with speedups over sequential.
+    Scale(ScaleArgs),
+}
+
+#[derive(Args, Debug)]
+struct ForkJoinArgs {
+    /// Worker threads per pool.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    #[command(flatten)]
+    sampling: Sampling,
+    #[command(flatten)]
+    sizes: Sizes,
+}
+
+#[derive(Args, Debug)]
+struct IdleArgs {
+    /// Worker threads per pool.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// One-second windows per subject [default: 5, or 2 with --quick].
+    #[arg(long)]
+    reps: Option<usize>,
+    /// Fewer windows.
+    #[arg(long)]
+    quick: bool,
+    /// Also write the raw windows as JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct ScaleArgs {
+    /// Worker counts to measure [default: 1, 2, 4, ... up to the CPU count].
+    #[arg(long, value_delimiter = ',')]
+    workers: Vec<usize>,
+    #[command(flatten)]
+    sampling: Sampling,
+    #[command(flatten)]
+    sizes: Sizes,
+}
+
+#[derive(Args, Debug)]
+struct Sampling {
+    /// Timed rounds; each round runs every implementation once [default: 15, or 5 with --quick].
+    #[arg(long)]
+    samples: Option<usize>,
+    /// Untimed rounds before the samples.
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+    /// Fewer samples, for a quick look.
+    #[arg(long)]
+    quick: bool,
+    /// Also write the raw samples and medians as JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+}
+
+impl Sampling {
+    fn samples(&self) -> usize {
+        self.samples
+            .unwrap_or(if self.quick { 5 } else { 15 })
+            .max(1)
+    }
+}
+
+#[derive(Args, Debug)]
+struct Sizes {
+    /// Workloads to run.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "fib,tree,sort"
+    )]
+    only: Vec<Kind>,
+    /// Implementations to run (magpie/peer ratios need magpie).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "sequential,magpie,rayon,chili"
+    )]
+    impls: Vec<ImplArg>,
+    /// n of fib(n).
+    #[arg(long, default_value_t = 30)]
+    fib_n: u64,
+    /// Levels of the tree; it has 2^depth - 1 nodes.
+    #[arg(long, default_value_t = 23)]
+    tree_depth: u32,
+    /// Elements to sort.
+    #[arg(long, default_value_t = 10_000_000)]
+    sort_len: usize,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Fib,
+    Tree,
+    Sort,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ImplArg {
+    Sequential,
+    Magpie,
+    Rayon,
+    Chili,
+}
+
+impl Sizes {
+    /// The selected implementations, in the canonical order.
+    fn impls(&self) -> Vec<Impl> {
+        Impl::ALL
+            .into_iter()
+            .filter(|imp| {
+                self.impls.iter().any(|a| {
+                    matches!(
+                        (a, imp),
+                        (ImplArg::Sequential, Impl::Sequential)
+                            | (ImplArg::Magpie, Impl::Magpie)
+                            | (ImplArg::Rayon, Impl::Rayon)
+                            | (ImplArg::Chili, Impl::Chili)
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Builds the selected workloads (the tree and the sort input are made here, untimed).
+    fn workloads(&self) -> Vec<Box<dyn Workload>> {
+        let mut out: Vec<Box<dyn Workload>> = Vec::new();
+        for kind in [Kind::Fib, Kind::Tree, Kind::Sort] {
+            if !self.only.contains(&kind) {
+                continue;
+            }
+            out.push(match kind {
+                Kind::Fib => Box::new(FibWorkload::new(self.fib_n)),
+                Kind::Tree => Box::new(TreeSumWorkload::new(self.tree_depth)),
+                Kind::Sort => Box::new(QuicksortWorkload::new(self.sort_len)),
+            });
+        }
+        out
+    }
+}
+
+/// Facts about the machine and the run, printed above every report.
+#[derive(Debug)]
+struct MachineInfo {
+    cpu: String,
+    cpus: usize,
+    kernel: String,
+    date: String,
+    command: String,
+}
+
+impl MachineInfo {
+    fn collect() -> MachineInfo {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu = cpuinfo
+            .lines()
+            .find_map(|l| {
+                let (key, value) = l.split_once(':')?;
+                (key.trim() == "model name").then(|| value.trim().to_owned())
+            })
+            .unwrap_or_else(|| "unknown".to_owned());
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_else(|_| "unknown".to_owned());
+        let date = std::process::Command::new("date")
+            .args(["-u", "+%Y-%m-%d %H:%M:%S UTC"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_else(|| {
+                let secs = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                format!("{secs} s since the Unix epoch")
+            });
+        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        MachineInfo {
+            cpu,
+            cpus,
+            kernel,
+            date,
+            command,
+        }
+    }
+
+    fn print(&self, title: &str, workers: &str) {
+        println!("## magpie-bench {title}\n");
+        println!("- CPU: {} ({} logical CPUs available)", self.cpu, self.cpus);
+        println!("- kernel: Linux {}", self.kernel);
+        println!("- date: {}", self.date);
+        println!("- command: `{}`", self.command);
+        println!("- load average at start: {}", load_average());
+        println!(
+            "- pools: {workers} worker threads each (chili counts the calling thread as one \
+             of its threads: it starts one fewer worker plus a heartbeat thread)"
+        );
+        if cfg!(debug_assertions) {
+            println!("- WARNING: debug build; run with --release for meaningful numbers");
+        }
+        println!();
+    }
+
+    fn json(&self) -> String {
+        json::object(&[
+            ("cpu", json::string(&self.cpu)),
+            ("logical_cpus", self.cpus.to_string()),
+            ("kernel", json::string(&self.kernel)),
+            ("date", json::string(&self.date)),
+            ("command", json::string(&self.command)),
+        ])
+    }
+}
+
+/// The 1, 5 and 15 minute load averages, from `/proc/loadavg`.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+/// Prints the load average after the run, so a reader can tell a disturbed run.
+fn print_load_after() {
+    println!("Load average at the end: {}.\n", load_average());
+}
+
+fn write_json(path: &PathBuf, info: &MachineInfo, kind: &str, body: String) -> ExitCode {
+    let doc = json::object(&[
+        ("machine", info.json()),
+        ("benchmark", json::string(kind)),
+        ("results", body),
+    ]);
+    match std::fs::write(path, doc + "\n") {
+        Ok(()) => {
+            eprintln!("wrote {}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("could not write {}: {err}", path.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn fork_join(args: &ForkJoinArgs, info: &MachineInfo) -> ExitCode {
+    let samples = args.sampling.samples();
+    info.print("fork-join", &args.workers.to_string());
+    let pools = Pools::new(args.workers);
+    let impls = args.sizes.impls();
+    let mut workloads = args.sizes.workloads();
+    let mut measurements = Vec::new();
+    for workload in &mut workloads {
+        let m = measure(
+            workload.as_mut(),
+            &pools,
+            &impls,
+            args.sampling.warmup,
+            samples,
+        );
+        println!("{}", render_measurement(&m));
+        measurements.push(m);
+    }
+    println!(
+        "Medians and minima of wall time in ms over rotating rounds (each round runs every \
+         implementation once, first place rotating). magpie/this = magpie's median divided \
+         by this row's median: below 1.00, magpie is faster.\n"
+    );
+    print_load_after();
+    match &args.sampling.json {
+        Some(path) => {
+            let items: Vec<String> = measurements.iter().map(measurement_json).collect();
+            write_json(path, info, "fork-join", json::array(&items))
+        }
+        None => ExitCode::SUCCESS,
+    }
+}
+
+fn idle(args: &IdleArgs, info: &MachineInfo) -> ExitCode {
+    let reps = args.reps.unwrap_or(if args.quick { 2 } else { 5 }).max(1);
+    info.print("idle", &args.workers.to_string());
+    let pools = Pools::new(args.workers);
+    let report = idle::run(&pools, reps);
+    println!("{}", report.render());
+    print_load_after();
+    match &args.json {
+        Some(path) => write_json(path, info, "idle", report.to_json()),
+        None => ExitCode::SUCCESS,
+    }
+}
+
+fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
+    let counts: Vec<usize> = if args.workers.is_empty() {
+        let cpus = info.cpus.max(1);
+        std::iter::successors(Some(1usize), |&n| (n * 2 <= cpus).then_some(n * 2)).collect()
+    } else {
+        args.workers.clone()
+    };
+    if counts.contains(&0) {
+        eprintln!("worker counts must be positive");
+        return ExitCode::FAILURE;
+    }
+    let list: Vec<String> = counts.iter().map(ToString::to_string).collect();
+    info.print("scale", &list.join(", "));
+    let mut workloads = args.sizes.workloads();
+    let measurements = harness::measure_scaling(
+        &mut workloads,
+        &args.sizes.impls(),
+        &counts,
+        args.sampling.warmup,
+        args.sampling.samples(),
+    );
+    println!("{}", harness::render_scaling(&measurements));
+    print_load_after();
+    match &args.sampling.json {
+        Some(path) => write_json(path, info, "scale", harness::scaling_json(&measurements)),
+        None => ExitCode::SUCCESS,
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let info = MachineInfo::collect();
+    let workers_ok = match &cli.command {
+        Command::ForkJoin(a) => a.workers > 0,
+        Command::Idle(a) => a.workers > 0,
+        Command::Scale(_) => true,
+    };
+    if !workers_ok {
+        eprintln!("--workers must be positive");
+        return ExitCode::FAILURE;
+    }
+    match &cli.command {
+        Command::ForkJoin(args) => fork_join(args, &info),
+        Command::Idle(args) => idle(args, &info),
+        Command::Scale(args) => scale(args, &info),
+    }
+}

@@ -1,0 +1,219 @@
+//! The four implementations behind one fork-join interface.
+//!
+//! Every workload is written once, generic over [`Fork`]; the implementations differ only in
+//! what `Fork::join` does and in how the computation enters the pool ([`Pools::run`]).
+
+use std::fmt;
+use std::num::NonZeroUsize;
+
+/// One of the implementations under comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Impl {
+    /// Plain recursion on the calling thread, no pool.
+    Sequential,
+    /// `magpie::join` inside `Runtime::install`.
+    Magpie,
+    /// `rayon::join` inside `ThreadPool::install`.
+    Rayon,
+    /// `chili::Scope::join` on a scope of a `chili::ThreadPool`.
+    Chili,
+}
+
+impl Impl {
+    /// All four, sequential first.
+    pub(crate) const ALL: [Impl; 4] = [Impl::Sequential, Impl::Magpie, Impl::Rayon, Impl::Chili];
+    /// The three pools.
+    pub(crate) const POOLS: [Impl; 3] = [Impl::Magpie, Impl::Rayon, Impl::Chili];
+
+    /// The name used in tables and JSON.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Impl::Sequential => "sequential",
+            Impl::Magpie => "magpie",
+            Impl::Rayon => "rayon",
+            Impl::Chili => "chili",
+        }
+    }
+}
+
+impl fmt::Display for Impl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// A way to run two closures, potentially in parallel.
+///
+/// `Ctx` is whatever the implementation threads through the recursion: nothing for magpie,
+/// rayon and the sequential baseline, the current `chili::Scope` for chili. It is a generic
+/// associated type because chili hands each half a scope of its own (shorter) lifetime.
+pub(crate) trait Fork {
+    /// The per-call context passed down the recursion.
+    type Ctx<'a>;
+
+    /// Runs `a` and `b`, returning both results.
+    fn join<A, B, RA, RB>(ctx: &mut Self::Ctx<'_>, a: A, b: B) -> (RA, RB)
+    where
+        A: for<'c> FnOnce(&mut Self::Ctx<'c>) -> RA + Send,
+        B: for<'c> FnOnce(&mut Self::Ctx<'c>) -> RB + Send,
+        RA: Send,
+        RB: Send;
+}
+
+/// Runs `a` then `b` on the calling thread.
+#[derive(Debug)]
+pub(crate) enum SeqFork {}
+
+impl Fork for SeqFork {
+    type Ctx<'a> = ();
+
+    #[inline]
+    fn join<A, B, RA, RB>(ctx: &mut (), a: A, b: B) -> (RA, RB)
+    where
+        A: for<'c> FnOnce(&mut Self::Ctx<'c>) -> RA + Send,
+        B: for<'c> FnOnce(&mut Self::Ctx<'c>) -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        let ra = a(ctx);
+        let rb = b(ctx);
+        (ra, rb)
+    }
+}
+
+/// `magpie::join`.
+#[derive(Debug)]
+pub(crate) enum MagpieFork {}
+
+impl Fork for MagpieFork {
+    type Ctx<'a> = ();
+
+    #[inline]
+    fn join<A, B, RA, RB>(_: &mut (), a: A, b: B) -> (RA, RB)
+    where
+        A: for<'c> FnOnce(&mut Self::Ctx<'c>) -> RA + Send,
+        B: for<'c> FnOnce(&mut Self::Ctx<'c>) -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        magpie::join(|| a(&mut ()), || b(&mut ()))
+    }
+}
+
+/// `rayon::join`.
+#[derive(Debug)]
+pub(crate) enum RayonFork {}
+
+impl Fork for RayonFork {
+    type Ctx<'a> = ();
+
+    #[inline]
+    fn join<A, B, RA, RB>(_: &mut (), a: A, b: B) -> (RA, RB)
+    where
+        A: for<'c> FnOnce(&mut Self::Ctx<'c>) -> RA + Send,
+        B: for<'c> FnOnce(&mut Self::Ctx<'c>) -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        rayon::join(|| a(&mut ()), || b(&mut ()))
+    }
+}
+
+/// `chili::Scope::join`.
+#[derive(Debug)]
+pub(crate) enum ChiliFork {}
+
+impl Fork for ChiliFork {
+    type Ctx<'a> = chili::Scope<'a>;
+
+    #[inline]
+    fn join<A, B, RA, RB>(ctx: &mut chili::Scope<'_>, a: A, b: B) -> (RA, RB)
+    where
+        A: for<'c> FnOnce(&mut Self::Ctx<'c>) -> RA + Send,
+        B: for<'c> FnOnce(&mut Self::Ctx<'c>) -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        ctx.join(a, b)
+    }
+}
+
+/// A computation written once for every [`Fork`].
+pub(crate) trait Task: Send {
+    /// What the computation returns.
+    type Output: Send;
+
+    /// Runs the computation with `F`'s join, starting from `ctx`.
+    fn call<F: Fork>(&mut self, ctx: &mut F::Ctx<'_>) -> Self::Output;
+}
+
+/// The three pools, built once with the same worker count.
+pub(crate) struct Pools {
+    workers: usize,
+    pub(crate) magpie: magpie::Runtime,
+    pub(crate) rayon: rayon::ThreadPool,
+    pub(crate) chili: chili::ThreadPool,
+}
+
+impl fmt::Debug for Pools {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pools")
+            .field("workers", &self.workers)
+            .field("magpie", &self.magpie)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Thread names (Linux truncates them to 15 bytes); the idle benchmark attributes CPU time
+/// to pools by these prefixes.
+pub(crate) const MAGPIE_THREAD_PREFIX: &str = "bench-magpie";
+pub(crate) const RAYON_THREAD_PREFIX: &str = "bench-rayon";
+
+impl Pools {
+    /// Builds the three pools with `workers` threads of parallelism each.
+    ///
+    /// magpie and rayon start `workers` worker threads; the calling thread blocks in
+    /// `install`. chili counts the thread that opens a scope as one of its `thread_count`
+    /// threads, so it starts `workers - 1` worker threads (plus its heartbeat thread) and the
+    /// calling thread works. All three thus run the computation on `workers` threads.
+    pub(crate) fn new(workers: usize) -> Pools {
+        let magpie = magpie::Runtime::builder()
+            .worker_threads(workers)
+            .thread_name(MAGPIE_THREAD_PREFIX)
+            .build()
+            .expect("could not build the magpie runtime");
+        let rayon = rayon::ThreadPoolBuilder::new()
+            .num_threads(workers)
+            .thread_name(|i| format!("{RAYON_THREAD_PREFIX}-{i}"))
+            .build()
+            .expect("could not build the rayon pool");
+        let chili = chili::ThreadPool::with_config(chili::Config {
+            thread_count: Some(NonZeroUsize::new(workers).expect("workers must be positive")),
+            ..Default::default()
+        });
+        Pools {
+            workers,
+            magpie,
+            rayon,
+            chili,
+        }
+    }
+
+    /// The worker count the pools were built with.
+    pub(crate) fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Runs `task` with implementation `imp`, entering its pool the way a user would.
+    pub(crate) fn run<T: Task>(&self, imp: Impl, task: &mut T) -> T::Output {
+        match imp {
+            Impl::Sequential => task.call::<SeqFork>(&mut ()),
+            Impl::Magpie => self.magpie.install(|| task.call::<MagpieFork>(&mut ())),
+            Impl::Rayon => self.rayon.install(|| task.call::<RayonFork>(&mut ())),
+            Impl::Chili => {
+                let mut scope = self.chili.scope();
+                task.call::<ChiliFork>(&mut scope)
+            }
+        }
+    }
+}
