@@ -69,7 +69,8 @@ mod stats;
 pub use join::{join, scope, Scope};
 #[cfg(not(loom))]
 pub use runtime::{
-    current_num_workers, current_worker_index, default_runtime, BuildError, Builder, Runtime, MAX_WORKERS,
+    current_num_workers, current_worker_index, default_runtime, BuildError, Builder, Runtime,
+    MAX_WORKERS,
 };
 #[cfg(not(loom))]
 pub use stats::{Stats, WorkerStats};

@@ -23,10 +23,12 @@ use latch::SpinLatch;
 
 /// Runs `a` and `b`, potentially in parallel, and returns both results.
 ///
-/// `a` runs on the calling thread; `b` is offered to the other workers and runs on the calling
-/// thread too if nobody took it by the time `a` is done. This makes `join` cheap enough to
-/// call at every level of a recursion: when every worker is already busy, a `join` costs a
-/// few nanoseconds over calling `a` and `b` in turn.
+/// `a` runs on the calling thread. `b` is offered to the other workers when that can help:
+/// whenever some worker is idle, and whenever the calling worker offers fewer than a handful
+/// of stealable jobs. Otherwise every worker is busy and this one already offers its oldest,
+/// largest pieces of work to thieves, so `b` simply runs after `a` on this thread. This makes
+/// `join` cheap enough to call at every level of a recursion: in a busy pool it costs a few
+/// nanoseconds over calling `a` and `b` in turn.
 ///
 /// Called from outside a magpie worker, `join` runs on the current runtime (the global
 /// default, outside any) and blocks the calling thread until both halves are done.
@@ -38,8 +40,12 @@ use latch::SpinLatch;
 ///
 /// # Blocking
 ///
-/// Both halves may run on the same thread, one after the other. Code where `a` waits for
-/// something that `b` does can only finish if `b` is stolen, which needs an idle worker.
+/// Both halves may run on the same thread, one after the other, so `a` must not wait for
+/// something that only `b` does unless another worker is sure to take `b`. magpie guarantees
+/// that `b` is stealable when the calling worker's deque holds fewer than 4 stealable jobs (in
+/// particular at the outermost `join` of a computation) or some worker is idle at the call.
+/// Rayon makes every `b` stealable; chili only every 64th. We trade that last bit of
+/// guarantee for speed; see ARCHITECTURE.md.
 ///
 /// # Examples
 ///
@@ -97,6 +103,41 @@ where
 
 #[inline]
 fn join_on_worker<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    if worker.should_publish() {
+        join_published(worker, a, b)
+    } else {
+        join_inline(worker, a, b)
+    }
+}
+
+/// Every other worker is busy and this one already offers enough stealable jobs: run both
+/// halves here, `a` first, with the same panic rules as the published path.
+#[inline]
+fn join_inline<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA,
+    B: FnOnce() -> RB,
+{
+    let ra = match unwind::halt_unwinding(a) {
+        Ok(ra) => ra,
+        Err(payload) => {
+            let _ = unwind::halt_unwinding(b);
+            unwind::resume_unwinding(payload)
+        }
+    };
+    worker.count_job();
+    (ra, b())
+}
+
+/// `b` becomes a job on this worker's deque, where any idle worker can steal it.
+#[inline]
+fn join_published<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
     B: FnOnce() -> RB + Send,

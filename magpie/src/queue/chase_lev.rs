@@ -33,7 +33,7 @@
 //!    would take 2^63 operations (centuries), so `bottom - top` is always the true length,
 //!    unlike the 16- and 32-bit ring indices of tokio#5042.
 
-use std::marker::PhantomData;
+use std::cell::Cell;
 use std::ptr::NonNull;
 
 use crate::sync::atomic::*;
@@ -127,10 +127,20 @@ impl<T> Drop for Inner<T> {
 }
 
 /// The owner's handle: push and pop at the bottom. Not `Sync`, not `Clone`.
+///
+/// It mirrors what only the owner changes (`bottom`, the buffer) and keeps a lower bound of
+/// `top`, so that a push touches no line that thieves write, and neither operation chases
+/// the buffer pointer. The `Cell`s make it `!Sync`: owner operations stay on one thread.
 pub(crate) struct Worker<T> {
     inner: Arc<Inner<T>>,
-    /// Owner operations must stay on one thread at a time.
-    _not_sync: PhantomData<*mut ()>,
+    /// Equal to `inner.bottom` whenever no owner operation is running (invariant 1).
+    bottom: Cell<isize>,
+    /// A value `inner.top` had, read with Acquire; `top` only grows (invariant 2), so this is
+    /// a lower bound, and `bottom - top_seen` an upper bound of the length.
+    top_seen: Cell<isize>,
+    /// The live buffer's slots and `capacity - 1`.
+    slots: Cell<*const AtomicPtr<T>>,
+    mask: Cell<usize>,
 }
 
 // SAFETY: moving the owner handle to another thread is fine (a worker's deque is created on
@@ -165,19 +175,22 @@ impl<T> std::fmt::Debug for Stealer<T> {
 
 /// A new, empty deque: the owner's handle and a thief's handle.
 pub(crate) fn new<T>() -> (Worker<T>, Stealer<T>) {
+    let buffer = Buffer::alloc(INITIAL_CAPACITY);
     let inner = Arc::new(Inner {
         top: CachePadded::new(AtomicIsize::new(0)),
         bottom: CachePadded::new(AtomicIsize::new(0)),
-        buffer: CachePadded::new(AtomicPtr::new(Buffer::alloc(INITIAL_CAPACITY))),
+        buffer: CachePadded::new(AtomicPtr::new(buffer)),
         retired: Mutex::new(Vec::new()),
     });
-    (
-        Worker {
-            inner: inner.clone(),
-            _not_sync: PhantomData,
-        },
-        Stealer { inner },
-    )
+    let worker = Worker {
+        inner: inner.clone(),
+        bottom: Cell::new(0),
+        top_seen: Cell::new(0),
+        slots: Cell::new(std::ptr::null()),
+        mask: Cell::new(0),
+    };
+    worker.cache_buffer(buffer);
+    (worker, Stealer { inner })
 }
 
 impl<T> Inner<T> {
@@ -190,38 +203,55 @@ impl<T> Inner<T> {
 }
 
 impl<T> Worker<T> {
+    /// Caches the slots of `buffer`, the live buffer.
+    fn cache_buffer(&self, buffer: *mut Buffer<T>) {
+        // SAFETY: `buffer` is the live buffer (or was just made so by `grow_cold`); buffers
+        // live as long as the deque (invariant 4), which outlives this handle.
+        let buffer = unsafe { &*buffer };
+        self.slots.set(buffer.slots.as_ptr());
+        self.mask.set(buffer.capacity() - 1);
+    }
+
+    /// The slot for `index` in the live buffer.
+    #[inline(always)]
+    fn slot(&self, index: isize) -> &AtomicPtr<T> {
+        // SAFETY: `slots` and `mask` describe the live buffer (kept in step by
+        // `cache_buffer`), which lives as long as the deque; masking keeps the offset in
+        // bounds.
+        unsafe { &*self.slots.get().add(index as usize & self.mask.get()) }
+    }
+
     /// Pushes `item` at the bottom. Never fails; grows the buffer when full.
     #[inline]
     pub(crate) fn push(&self, item: NonNull<T>) {
-        let inner = &*self.inner;
-        // Relaxed: only this thread writes `bottom` (invariant 1).
-        let b = inner.bottom.load(Relaxed);
-        // Acquire: pairs with the thieves' CAS on `top`, so the slots they emptied are theirs
-        // to have read before we overwrite them.
-        let t = inner.top.load(Acquire);
-        // Relaxed: only this thread writes `buffer`.
-        let mut buffer = inner.buffer.load(Relaxed);
-
-        // Is the buffer full? (`top` may have moved since; that only makes room.)
-        // SAFETY: `buffer` is the live buffer, which only this thread replaces (invariant 1)
-        // and which outlives every handle (invariant 4).
-        if b.wrapping_sub(t) >= unsafe { (*buffer).capacity() } as isize {
-            // Yes. Grow it.
-            buffer = self.grow_cold(t, b);
+        let b = self.bottom.get();
+        // Is the buffer full? `top_seen` is a lower bound of `top`, so this can only err
+        // towards "full"; then look again before growing.
+        if b.wrapping_sub(self.top_seen.get()) > self.mask.get() as isize {
+            // Acquire: pairs with the thieves' CAS on `top`: the slots they emptied were read
+            // before we overwrite them.
+            let t = self.inner.top.load(Acquire);
+            self.top_seen.set(t);
+            if b.wrapping_sub(t) > self.mask.get() as isize {
+                // Yes. Grow it.
+                self.grow_cold(t, b);
+            }
         }
-        // SAFETY: as above.
-        unsafe { (*buffer).write(b, item.as_ptr()) };
+        // Relaxed: published by the Release store of `bottom` below (invariant 3).
+        self.slot(b).store(item.as_ptr(), Relaxed);
         // Release: publishes the slot write to thieves; pairs with the Acquire load of
         // `bottom` in `Stealer::steal`.
-        inner.bottom.store(b.wrapping_add(1), Release);
+        self.inner.bottom.store(b.wrapping_add(1), Release);
+        self.bottom.set(b.wrapping_add(1));
     }
 
-    /// Replaces a full buffer with one twice its size; returns the new buffer.
+    /// Replaces a full buffer with one twice its size.
     #[cold]
-    fn grow_cold(&self, top: isize, bottom: isize) -> *mut Buffer<T> {
+    fn grow_cold(&self, top: isize, bottom: isize) {
         let inner = &*self.inner;
+        // Relaxed: only this thread writes `buffer` (invariant 1).
         let old = inner.buffer.load(Relaxed);
-        // SAFETY: `old` is the live buffer (invariant 1, 4).
+        // SAFETY: `old` is the live buffer (invariants 1, 4).
         let old_ref = unsafe { &*old };
         let new = Buffer::alloc(old_ref.capacity() * 2);
         // SAFETY: `new` was just allocated and is not shared yet.
@@ -237,45 +267,49 @@ impl<T> Worker<T> {
         // Release: pairs with the Acquire load of `buffer` in `steal`, so a thief that sees
         // the new buffer sees the slots copied into it.
         inner.buffer.store(new, Release);
-        new
+        self.cache_buffer(new);
     }
 
     /// Pops the newest item, if any.
     #[inline]
     pub(crate) fn pop(&self) -> Option<NonNull<T>> {
         let inner = &*self.inner;
-        // Relaxed: only this thread writes `bottom` and `buffer` (invariant 1).
-        let b = inner.bottom.load(Relaxed).wrapping_sub(1);
-        let buffer = inner.buffer.load(Relaxed);
+        let b = self.bottom.get().wrapping_sub(1);
         // Reserve the bottom item before looking at `top`...
+        // Relaxed: the barrier below orders it; only this thread writes `bottom`.
         inner.bottom.store(b, Relaxed);
         // ...and make that reservation visible to any thief before we read `top`: pairs with
         // `barrier::heavy` in `steal` (the store/load pair of Lê et al.'s `take`).
         barrier::light();
-        // Relaxed: ordered after the reservation by the barrier above.
-        let t = inner.top.load(Relaxed);
+        // Acquire: ordered after the reservation by the barrier above; Acquire so that
+        // `top_seen` carries the synchronization `push` relies on.
+        let t = inner.top.load(Acquire);
+        self.top_seen.set(t);
 
         let len = b.wrapping_sub(t);
+        if len > 0 {
+            // More than one item: no thief can reach index `b` (invariant 2).
+            self.bottom.set(b);
+            // Relaxed: our own write, or published to us by the thieves' CAS we acquired.
+            return NonNull::new(self.slot(b).load(Relaxed));
+        }
         if len < 0 {
             // Empty: undo the reservation.
             inner.bottom.store(b.wrapping_add(1), Relaxed);
             return None;
         }
-        // SAFETY: `buffer` is live (invariants 1, 4).
-        let item = unsafe { (*buffer).read(b) };
-        if len > 0 {
-            // More than one item: no thief can reach index `b` (invariant 2).
-            return NonNull::new(item);
-        }
         // The last item: race the thieves for it by advancing `top` ourselves.
+        let item = self.slot(b).load(Relaxed);
         // SeqCst: totally ordered with the thieves' CAS on the same index; Relaxed on
         // failure since we then take nothing.
         let won = inner
             .top
             .compare_exchange(t, t.wrapping_add(1), SeqCst, Relaxed)
             .is_ok();
-        // Either way the deque is now empty at index t + 1 = b + 1.
+        // Either way the deque is now empty, with top = bottom = t + 1.
         inner.bottom.store(b.wrapping_add(1), Relaxed);
+        self.bottom.set(b.wrapping_add(1));
+        self.top_seen.set(t.wrapping_add(1));
         if won {
             NonNull::new(item)
         } else {
@@ -283,9 +317,12 @@ impl<T> Worker<T> {
         }
     }
 
-    /// The number of items, as the owner sees it.
+    /// The number of items, as the owner sees it: exact but for steals in the last moment.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.inner.len()
+        // Relaxed: an estimate (thieves may be taking items right now).
+        let t = self.inner.top.load(Relaxed);
+        self.bottom.get().wrapping_sub(t).max(0) as usize
     }
 
     /// Whether the deque is empty, as the owner sees it.

@@ -8,7 +8,7 @@ use crate::queue::inject::Inject;
 use crate::sleep::Sleep;
 use crate::stats::WorkerCounters;
 use crate::sync::atomic::*;
-use crate::sync::AtomicBool;
+use crate::sync::{Arc, AtomicBool};
 use crate::util::CachePadded;
 
 use super::worker::WorkerThread;
@@ -20,7 +20,8 @@ pub(crate) struct Registry {
     /// Jobs from threads outside the pool (`install`, `join` called from outside).
     pub(crate) inject: Inject<JobRef>,
     pub(crate) sleep: Sleep,
-    pub(crate) counters: Box<[CachePadded<WorkerCounters>]>,
+    /// Each worker's counters; the worker holds a second handle to its own.
+    pub(crate) counters: Box<[Arc<CachePadded<WorkerCounters>>]>,
     /// Set once, by `Runtime::drop`; workers exit when they see it and find no work.
     terminating: AtomicBool,
     /// Distinguishes runtimes in thread names and debug output.
@@ -35,7 +36,7 @@ impl Registry {
             inject: Inject::new(),
             sleep: Sleep::new(n),
             counters: (0..n)
-                .map(|_| CachePadded::new(WorkerCounters::default()))
+                .map(|_| Arc::new(CachePadded::new(WorkerCounters::default())))
                 .collect(),
             terminating: AtomicBool::new(false),
             id,

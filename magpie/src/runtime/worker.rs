@@ -23,10 +23,11 @@ use crate::join::job::{JobHeader, JobRef};
 use crate::join::latch::SpinLatch;
 use crate::queue::chase_lev::{self, Steal};
 use crate::sleep::Wake;
-use crate::stats::bump;
+use crate::stats::{bump, WorkerCounters};
 use crate::sync::Arc;
 use crate::util::rand::FastRand;
 use crate::util::unwind::AbortIfPanic;
+use crate::util::CachePadded;
 
 use super::registry::Registry;
 
@@ -42,6 +43,13 @@ const YIELD_ROUNDS: u32 = 32;
 /// microseconds of CPU, far below the idle budget of rayon#642.
 const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
 
+/// How many stealable jobs a busy worker keeps offering before `join` stops publishing its
+/// second halves (see `WorkerThread::should_publish`). Thieves take the oldest, so the reserve
+/// holds the largest pieces; a few are enough to feed the thieves of a saturated pool, since
+/// every steal makes the owner publish again at its next `join`. chili uses a similar
+/// threshold of 3 queued jobs. 4 measured best on `fib`/`tree_sum` in magpie-bench.
+const STEAL_RESERVE: usize = 4;
+
 thread_local! {
     /// The worker running on this thread, or null.
     static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
@@ -53,6 +61,8 @@ thread_local! {
 pub(crate) struct WorkerThread {
     index: usize,
     registry: Arc<Registry>,
+    /// This worker's entry of `registry.counters`, one pointer away.
+    counters: Arc<CachePadded<WorkerCounters>>,
     deque: chase_lev::Worker<JobHeader>,
     rng: Cell<FastRand>,
 }
@@ -70,6 +80,19 @@ impl WorkerThread {
 
     pub(crate) fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The publication policy of `join`: whether its second half should be made stealable.
+    ///
+    /// Yes while this worker offers fewer than [`STEAL_RESERVE`] stealable jobs, so that a
+    /// thief always finds the oldest (largest) pieces of this worker's computation; and yes
+    /// whenever some worker is idle (searching or parked), so that idle workers get work.
+    /// Otherwise every other worker is busy and this one already offers enough: the second
+    /// half runs inline, at the cost of a function call. That is where fork-join overhead
+    /// goes to almost nothing (ARCHITECTURE.md, "Why this join design").
+    #[inline]
+    pub(crate) fn should_publish(&self) -> bool {
+        self.deque.len() < STEAL_RESERVE || !self.registry.sleep.looks_saturated()
     }
 
     /// Pushes a job onto this worker's deque and wakes a sleeper if nobody is searching.
@@ -98,7 +121,7 @@ impl WorkerThread {
     /// Counts one job run on this worker.
     #[inline]
     pub(crate) fn count_job(&self) {
-        bump(&self.registry.counters[self.index].jobs_executed);
+        bump(&self.counters.jobs_executed);
     }
 
     /// Steps 1-3 of the find-work order.
@@ -115,7 +138,7 @@ impl WorkerThread {
         if n <= 1 {
             return None;
         }
-        let counters = &self.registry.counters[self.index];
+        let counters = &self.counters;
         let mut rng = self.rng.get();
         let start = rng.below(n as u32) as usize;
         self.rng.set(rng);
@@ -243,7 +266,7 @@ impl<'w> IdleLoop<'w> {
     fn park(&mut self) {
         let worker = self.worker;
         let registry = &*worker.registry;
-        let counters = &registry.counters[worker.index];
+        let counters = &worker.counters;
         let _ = registry.sleep.register_parked(worker.index, self.searching);
         self.searching = false;
         // R5: recheck every queue after the heavy barrier in `register_parked`. If a job is
@@ -273,6 +296,7 @@ pub(crate) struct WorkerSeed {
 pub(crate) fn run(seed: WorkerSeed) {
     let worker = WorkerThread {
         index: seed.index,
+        counters: seed.registry.counters[seed.index].clone(),
         rng: Cell::new(FastRand::for_worker(seed.index)),
         registry: seed.registry,
         deque: seed.deque,
@@ -283,7 +307,7 @@ pub(crate) fn run(seed: WorkerSeed) {
     worker.main_loop();
     std::mem::forget(guard);
     debug_assert!(
-        worker.deque.len() == 0,
+        worker.deque.is_empty(),
         "worker exited with jobs in its deque"
     );
     CURRENT.with(|c| c.set(ptr::null()));

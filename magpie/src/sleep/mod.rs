@@ -84,6 +84,16 @@ impl Sleep {
         self.num_workers as u64 * UNPARKED_ONE
     }
 
+    /// Whether every worker is unparked and none is searching, as of a moment ago.
+    ///
+    /// Relaxed, no barrier: a hint for `join`'s publication policy, which only decides how
+    /// eagerly to offer work. Correctness never depends on it: whenever a job is published,
+    /// `notify_work` runs the real check.
+    #[inline]
+    pub(crate) fn looks_saturated(&self) -> bool {
+        self.state.load(Relaxed) == self.saturated_state()
+    }
+
     /// A snapshot of the counts.
     #[allow(dead_code)]
     pub(crate) fn load(&self) -> IdleState {
@@ -124,10 +134,13 @@ impl Sleep {
         // Acquire: if we read a parker's decrement (R2), pairs with that RMW so that the idle
         // bit it set just before is visible to our scan in `wake_any_cold`. (Free on x86.)
         let state = self.state.load(Acquire);
-        if state == self.saturated_state() {
-            return;
+        if state != self.saturated_state() {
+            self.notify_work_cold(IdleState(state));
         }
-        let state = IdleState(state);
+    }
+
+    #[cold]
+    fn notify_work_cold(&self, state: IdleState) {
         if state.searching() == 0 && state.unparked() < self.num_workers {
             self.wake_any_cold();
         }
