@@ -421,6 +421,9 @@ fn thread_name_with_a_nul_byte_is_an_error_not_a_panic() {
         .thread_name("bad\0name")
         .build()
         .expect_err("a NUL byte in the thread name must be rejected");
-    assert!(matches!(err, magpie::BuildError::InvalidThreadName), "got {err:?}");
+    assert!(
+        matches!(err, magpie::BuildError::InvalidThreadName),
+        "got {err:?}"
+    );
     assert!(err.to_string().contains("NUL"));
 }

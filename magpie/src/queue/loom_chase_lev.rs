@@ -1,1 +1,280 @@
+//! Loom models of the Chase-Lev deque's races.
+//!
+//! Under loom the buffer starts with 2 slots (`INITIAL_CAPACITY`), so a third push grows it,
+//! and both barriers are `fence(SeqCst)`: these models check the symmetric algorithm of Lê et
+//! al., not the `membarrier` variant (which `tests_chase_lev.rs` stresses on real threads).
+//!
+//! Every model checks exactly-once delivery: each item pushed is taken by at most one
+//! `pop`/`steal`, every pointer taken is one that was pushed (and points at the right value),
+//! and nothing is lost once the owner drains the deque. Items are leaked boxes; the test keeps
+//! its own list of them and frees them from that list at the end, never from what the deque
+//! returned, so a duplicated item shows as a failed assertion rather than a double free.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" cargo test -p magpie --lib --release loom`.
+//! `LOOM_MAX_PREEMPTIONS` overrides each model's default preemption bound.
 
+use std::ptr::NonNull;
+
+use loom::thread;
+
+use super::chase_lev::{self, Steal};
+
+/// Checks `f` under loom with at most `preemptions` preemptions (`None`: every interleaving),
+/// unless `LOOM_MAX_PREEMPTIONS` says otherwise. The two-thread models are exhaustive in well
+/// under a second; the three-thread one is bounded to stay within seconds.
+fn model<F>(preemptions: Option<usize>, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = preemptions;
+    }
+    builder.check(f);
+}
+
+/// The default bound of the three-thread model: 4 explores about 30,000 executions in a
+/// second or two; 5 about 57,000, 8 about 500,000 (half a minute).
+const THREE_THREAD_BOUND: Option<usize> = Some(4);
+
+/// The items of one model run: leaked boxes holding their own index.
+struct Items {
+    ptrs: Vec<NonNull<usize>>,
+}
+
+impl Items {
+    fn new(n: usize) -> Items {
+        Items {
+            ptrs: (0..n)
+                .map(|i| NonNull::from(Box::leak(Box::new(i))))
+                .collect(),
+        }
+    }
+
+    fn get(&self, i: usize) -> NonNull<usize> {
+        self.ptrs[i]
+    }
+
+    /// The index of the item at address `addr`, after checking it is one of ours and holds
+    /// that index.
+    fn index_of(&self, addr: usize) -> usize {
+        let i = self
+            .ptrs
+            .iter()
+            .position(|p| p.as_ptr() as usize == addr)
+            .unwrap_or_else(|| panic!("took a pointer that was never pushed: {addr:#x}"));
+        // SAFETY: `ptrs[i]` is a live box of ours (freed only in `Drop`).
+        let value = unsafe { *self.ptrs[i].as_ptr() };
+        assert_eq!(value, i, "item {i} holds the wrong value");
+        i
+    }
+
+    /// Checks that `taken` (addresses) holds each item at most once, and every item if
+    /// `all` is set. Returns the indices taken, sorted.
+    fn check(&self, taken: &[usize], all: bool) -> Vec<usize> {
+        let mut indices: Vec<usize> = taken.iter().map(|&a| self.index_of(a)).collect();
+        indices.sort_unstable();
+        let before = indices.len();
+        indices.dedup();
+        assert_eq!(before, indices.len(), "an item was taken twice: {taken:x?}");
+        if all {
+            assert_eq!(
+                indices,
+                (0..self.ptrs.len()).collect::<Vec<_>>(),
+                "an item was lost"
+            );
+        }
+        indices
+    }
+}
+
+impl Drop for Items {
+    fn drop(&mut self) {
+        for p in &self.ptrs {
+            // SAFETY: each pointer came from `Box::leak` in `Items::new` and is freed only
+            // here; the deque never frees items.
+            drop(unsafe { Box::from_raw(p.as_ptr()) });
+        }
+    }
+}
+
+/// An item's address, which (unlike `NonNull`) can leave a thread.
+fn addr(item: NonNull<usize>) -> usize {
+    item.as_ptr() as usize
+}
+
+/// One steal attempt; `Retry` counts as nothing taken.
+fn steal_once(stealer: &chase_lev::Stealer<usize>) -> Option<usize> {
+    match stealer.steal() {
+        Steal::Success(item) => Some(addr(item)),
+        Steal::Empty | Steal::Retry => None,
+    }
+}
+
+/// Pops until empty, appending the addresses to `taken`.
+fn drain(worker: &chase_lev::Worker<usize>, taken: &mut Vec<usize>) {
+    while let Some(item) = worker.pop() {
+        taken.push(addr(item));
+    }
+}
+
+#[test]
+fn loom_push_pop_and_steal() {
+    model(None, || {
+        let items = Items::new(2);
+        let (worker, stealer) = chase_lev::new();
+        let thief = thread::spawn(move || steal_once(&stealer));
+
+        worker.push(items.get(0));
+        worker.push(items.get(1));
+        let mut taken: Vec<usize> = worker.pop().map(addr).into_iter().collect();
+
+        let stolen = thief.join().unwrap();
+        if let Some(a) = stolen {
+            // The thief takes from the top, which only ever holds item 0 here: the owner
+            // takes item 0 only by the CAS that would make the thief's CAS fail.
+            assert_eq!(items.index_of(a), 0, "a thief took the newest item");
+            taken.push(a);
+        }
+        drain(&worker, &mut taken);
+        items.check(&taken, true);
+    });
+}
+
+#[test]
+fn loom_last_item_pop_races_steal() {
+    model(None, || {
+        let items = Items::new(1);
+        let (worker, stealer) = chase_lev::new();
+        let thief = thread::spawn(move || steal_once(&stealer));
+
+        worker.push(items.get(0));
+        let popped = worker.pop().map(addr);
+
+        let stolen = thief.join().unwrap();
+        assert!(
+            popped.is_some() != stolen.is_some(),
+            "the last item went to {} takers",
+            if popped.is_some() { 2 } else { 0 }
+        );
+        let taken: Vec<usize> = popped.into_iter().chain(stolen).collect();
+        items.check(&taken, true);
+        // Both sides agree the deque is empty now.
+        assert_eq!(worker.pop(), None);
+        assert!(worker.is_empty());
+    });
+}
+
+#[test]
+fn loom_two_thieves_and_owner() {
+    model(THREE_THREAD_BOUND, || {
+        let items = Items::new(2);
+        let (worker, stealer) = chase_lev::new();
+        worker.push(items.get(0));
+        worker.push(items.get(1));
+
+        let thieves: Vec<_> = (0..2)
+            .map(|_| {
+                let stealer = stealer.clone();
+                thread::spawn(move || steal_once(&stealer))
+            })
+            .collect();
+        drop(stealer);
+
+        let mut taken: Vec<usize> = worker.pop().map(addr).into_iter().collect();
+        for thief in thieves {
+            taken.extend(thief.join().unwrap());
+        }
+        drain(&worker, &mut taken);
+        items.check(&taken, true);
+    });
+}
+
+#[test]
+fn loom_growth_races_steal() {
+    // crossbeam#726 / RUSTSEC-2021-0093: a thief that read the old buffer pointer must not
+    // return a value the owner is rewriting, and one that reads the new buffer must see the
+    // copied slots.
+    model(None, || {
+        let items = Items::new(3);
+        let (worker, stealer) = chase_lev::new();
+        let thief = thread::spawn(move || {
+            let first = steal_once(&stealer);
+            let second = steal_once(&stealer);
+            (first, second)
+        });
+
+        // Capacity 2 under loom: the third push grows the buffer unless the thief already
+        // took item 0.
+        for i in 0..3 {
+            worker.push(items.get(i));
+        }
+
+        let (first, second) = thief.join().unwrap();
+        // Steals are FIFO: whatever the thief got, it got in push order.
+        let stolen: Vec<usize> = first.into_iter().chain(second).collect();
+        let stolen_indices: Vec<usize> = stolen.iter().map(|&a| items.index_of(a)).collect();
+        assert_eq!(
+            stolen_indices,
+            (0..stolen.len()).collect::<Vec<_>>(),
+            "steals out of order"
+        );
+        let mut taken = stolen;
+        drain(&worker, &mut taken);
+        items.check(&taken, true);
+    });
+}
+
+#[test]
+fn loom_pop_then_push_reuses_slot_while_stolen_from() {
+    // The owner pops index 1 (no CAS: item 0 is below it), then pushes two more: the first
+    // rewrites slot 1 of the same buffer, the second grows it (or, if the thief took item 0
+    // meanwhile, wraps around into slot 0). A thief that read `bottom` = 2 before the pop
+    // must not come back with the popped item.
+    model(None, || {
+        let items = Items::new(4);
+        let (worker, stealer) = chase_lev::new();
+        worker.push(items.get(0));
+        worker.push(items.get(1));
+        let thief = thread::spawn(move || {
+            let first = steal_once(&stealer);
+            let second = steal_once(&stealer);
+            (first, second)
+        });
+
+        let mut taken: Vec<usize> = worker.pop().map(addr).into_iter().collect();
+        worker.push(items.get(2));
+        worker.push(items.get(3));
+
+        let (first, second) = thief.join().unwrap();
+        taken.extend(first);
+        taken.extend(second);
+        drain(&worker, &mut taken);
+        items.check(&taken, true);
+    });
+}
+
+#[test]
+fn loom_drop_with_items_left() {
+    model(None, || {
+        let items = Items::new(3);
+        let (worker, stealer) = chase_lev::new();
+        // The thief drops its handle when done; whichever handle goes last frees the buffers
+        // (the live one and, after growth, the retired one).
+        let thief = thread::spawn(move || steal_once(&stealer));
+
+        for i in 0..3 {
+            worker.push(items.get(i));
+        }
+        drop(worker);
+
+        let stolen = thief.join().unwrap();
+        if let Some(a) = stolen {
+            assert_eq!(items.index_of(a), 0, "a thief took an item out of order");
+        }
+        // At most one item was taken; the other two were left inside and are freed by
+        // `Items`, not by the deque (a double free would crash here).
+        let taken: Vec<usize> = stolen.into_iter().collect();
+        items.check(&taken, false);
+    });
+}

@@ -1,1 +1,329 @@
+//! Loom models of the sleep protocol (`README.md` beside this file): work published while
+//! every other worker is going to sleep is always run.
+//!
+//! Under loom timeouts never fire (every `park` here has none), so a lost wakeup leaves every
+//! thread blocked, which loom reports as a deadlock. Both barriers are `fence(SeqCst)` under
+//! loom: these models check the symmetric protocol; `tests.rs` stresses the `membarrier` one.
+//!
+//! The queue is a count of pending jobs. The workers follow `runtime::worker::IdleLoop`
+//! without its spinning: look for a job, else register as parked (R2), recheck the queue
+//! (R5), park. The model `loom_without_recheck_work_is_stranded` drops R5 and must deadlock.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" cargo test -p magpie --lib --release loom`.
+//! `LOOM_MAX_PREEMPTIONS` overrides each model's default preemption bound.
 
+use std::mem::ManuallyDrop;
+
+use loom::thread::{self, JoinHandle};
+
+use super::*;
+use crate::sync::{Arc, AtomicBool, AtomicUsize};
+
+/// Checks `f` under loom with at most `preemptions` preemptions (`None`: every interleaving),
+/// unless `LOOM_MAX_PREEMPTIONS` says otherwise.
+fn model<F>(preemptions: Option<usize>, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = preemptions;
+    }
+    builder.check(f);
+}
+
+/// A pool: the coordinator, a queue of identical jobs, a shutdown flag, and a latch.
+struct Pool {
+    sleep: Sleep,
+    /// Jobs queued.
+    jobs: AtomicUsize,
+    /// Jobs run.
+    ran: AtomicUsize,
+    /// Set by whoever runs the last job; the other workers then exit.
+    done: AtomicBool,
+    /// A latch one worker may wait on (`wait_on_latch`): `UNSET`, `SLEEPING` or `SET`.
+    latch: AtomicUsize,
+}
+
+/// Runs `f` with a new pool of `workers` workers, shared through a loom `Arc`.
+///
+/// Every handle to the pool is a `ManuallyDrop`, dropped only on the way out of a thread that
+/// did not panic. Loom reports a deadlock by panicking on the thread that blocked last; a loom
+/// `Arc` dropped while that thread unwinds calls back into loom, which has no running thread
+/// by then and panics again, and the double panic aborts the whole test binary instead of
+/// failing the one model. A failed execution leaks its pool; a passing one frees it and lets
+/// loom check the `Arc` for leaks.
+fn with_pool(workers: usize, f: impl FnOnce(&Arc<Pool>)) {
+    let pool = ManuallyDrop::new(Arc::new(Pool {
+        sleep: Sleep::new(workers),
+        jobs: AtomicUsize::new(0),
+        ran: AtomicUsize::new(0),
+        done: AtomicBool::new(false),
+        latch: AtomicUsize::new(UNSET),
+    }));
+    f(&pool);
+    drop(ManuallyDrop::into_inner(pool));
+}
+
+/// Runs `f` on a new loom thread with its own handle to `pool` (see [`with_pool`]).
+fn spawn<R, F>(pool: &Arc<Pool>, f: F) -> JoinHandle<R>
+where
+    R: Send + 'static,
+    F: FnOnce(&Pool) -> R + Send + 'static,
+{
+    let pool = ManuallyDrop::new(pool.clone());
+    thread::spawn(move || {
+        let result = f(&pool);
+        drop(ManuallyDrop::into_inner(pool));
+        result
+    })
+}
+
+impl Pool {
+    /// Queues a job and applies R1.
+    fn publish(&self) {
+        // Relaxed: like a deque push followed by `notify_work`, the barrier in
+        // `notify_work` orders it before the load of `state`.
+        self.jobs.fetch_add(1, Relaxed);
+        self.sleep.notify_work();
+    }
+
+    fn has_jobs(&self) -> bool {
+        // Relaxed, like `Stealer::is_empty` in the runtime's recheck: ordered by the heavy
+        // barrier in `register_parked`.
+        self.jobs.load(Relaxed) > 0
+    }
+
+    fn try_take(&self) -> bool {
+        // Relaxed: a job here is only a count, with no data to publish.
+        let mut n = self.jobs.load(Relaxed);
+        while n > 0 {
+            match self.jobs.compare_exchange(n, n - 1, Relaxed, Relaxed) {
+                Ok(_) => return true,
+                Err(actual) => n = actual,
+            }
+        }
+        false
+    }
+
+    /// One worker's life: run jobs until `jobs_total` have run, parking when there are none.
+    /// `searching` says whether it starts counted as a searcher. With `recheck` false it skips
+    /// R5, which is the bug the negative control checks for.
+    fn worker(&self, index: usize, mut searching: bool, jobs_total: usize, recheck: bool) {
+        loop {
+            if self.try_take() {
+                // Relaxed: the final counts are read after joining the threads.
+                let ran = self.ran.fetch_add(1, Relaxed) + 1;
+                // R3.
+                if searching {
+                    searching = false;
+                    if self.sleep.stop_searching() {
+                        self.sleep.notify_work();
+                    }
+                }
+                if ran == jobs_total {
+                    // Shut the pool down: the plain token is kept, so a worker between its
+                    // check of `done` and its park still wakes.
+                    // Release: pairs with the Acquire load below.
+                    self.done.store(true, Release);
+                    for other in 0..self.sleep.num_workers() {
+                        if other != index {
+                            self.sleep.wake_worker(other);
+                        }
+                    }
+                }
+                continue;
+            }
+            // Acquire: pairs with the Release store above.
+            if self.done.load(Acquire) {
+                break;
+            }
+            // R2.
+            let _ = self.sleep.register_parked(index, searching);
+            searching = false;
+            // R5.
+            if recheck && self.has_jobs() {
+                self.sleep.wake_any_cold();
+            }
+            if self.sleep.park(index, None) == Wake::Searching {
+                searching = true;
+            }
+        }
+        if searching {
+            let _ = self.sleep.stop_searching();
+        }
+    }
+
+    /// Checks the end state: every job ran once, and every worker left the coordinator
+    /// unparked and not searching, with no idle bit left behind.
+    fn check_quiescent(&self, jobs_total: usize) {
+        assert_eq!(
+            self.ran.load(Relaxed),
+            jobs_total,
+            "a job was lost or ran twice"
+        );
+        assert_eq!(self.jobs.load(Relaxed), 0);
+        let state = self.sleep.load();
+        assert_eq!(state.unparked(), self.sleep.num_workers());
+        assert_eq!(state.searching(), 0);
+        assert!(!self.sleep.wake_any_cold(), "an idle bit was left set");
+    }
+}
+
+#[test]
+fn loom_publish_races_the_only_worker_going_to_sleep() {
+    // One worker runs out of work and parks while an outside thread publishes a job: the
+    // tight case, since the publisher wakes somebody only if it sees the worker parked.
+    model(None, || {
+        with_pool(1, |pool| {
+            let publisher = spawn(pool, |pool| pool.publish());
+            pool.worker(0, false, 1, true);
+            publisher.join().unwrap();
+            pool.check_quiescent(1);
+        });
+    });
+}
+
+#[test]
+fn loom_publish_races_last_searcher_and_sleeper() {
+    // tokio#4383: worker 0 is the last searcher and gives up at the moment a job arrives,
+    // so the publisher sees a searcher and wakes nobody; worker 1 is going to sleep too.
+    model(Some(3), || {
+        with_pool(2, |pool| {
+            assert!(pool.sleep.try_start_searching());
+            let searcher = spawn(pool, |pool| pool.worker(0, true, 1, true));
+            let sleeper = spawn(pool, |pool| pool.worker(1, false, 1, true));
+            pool.publish();
+            searcher.join().unwrap();
+            sleeper.join().unwrap();
+            pool.check_quiescent(1);
+        });
+    });
+}
+
+#[test]
+fn loom_two_jobs_two_sleepers() {
+    // Two publications racing two workers on their way to sleep: both jobs run, and the
+    // second notification is not swallowed by the first wakeup. Bound 2: three threads that
+    // all park make this the largest model (38,000 executions; over a minute at bound 3).
+    model(Some(2), || {
+        with_pool(2, |pool| {
+            let first = spawn(pool, |pool| pool.worker(0, false, 2, true));
+            let second = spawn(pool, |pool| pool.worker(1, false, 2, true));
+            pool.publish();
+            pool.publish();
+            first.join().unwrap();
+            second.join().unwrap();
+            pool.check_quiescent(2);
+        });
+    });
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn loom_without_recheck_work_is_stranded() {
+    // Negative control: the worker skips R5. The publisher's notification reads `state`
+    // before the worker registers (so it wakes nobody), and the worker's queue check came
+    // before the push; nobody runs the job, and loom reports the deadlock. If this model
+    // stops failing, the models above have stopped exploring that interleaving.
+    model(None, || {
+        with_pool(1, |pool| {
+            let publisher = spawn(pool, |pool| pool.publish());
+            pool.worker(0, false, 1, false);
+            publisher.join().unwrap();
+        });
+    });
+}
+
+/// Values of `Pool::latch`, as in `join::latch::SpinLatch`: the waiter announces it is going
+/// to sleep, and the setter wakes it with a plain token if it did.
+const UNSET: usize = 0;
+const SLEEPING: usize = 1;
+const SET: usize = 2;
+
+impl Pool {
+    /// The waiter's side: wait on the latch as worker `index`, running any job that shows up
+    /// meanwhile (as `WorkerThread::wait_until_cold` does). Returns whether it ran a job.
+    fn wait_on_latch(&self, index: usize) -> bool {
+        let mut searching = false;
+        let mut ran = false;
+        // Acquire: pairs with the setter's swap.
+        while self.latch.load(Acquire) != SET {
+            if self.try_take() {
+                self.ran.fetch_add(1, Relaxed);
+                ran = true;
+                if searching {
+                    searching = false;
+                    if self.sleep.stop_searching() {
+                        self.sleep.notify_work();
+                    }
+                }
+                continue;
+            }
+            // Acquire on both: pairs with the setter's swap.
+            if self
+                .latch
+                .compare_exchange(UNSET, SLEEPING, Acquire, Acquire)
+                .is_ok()
+            {
+                let _ = self.sleep.register_parked(index, searching);
+                searching = false;
+                if self.has_jobs() {
+                    self.sleep.wake_any_cold();
+                }
+                if self.sleep.park(index, None) == Wake::Searching {
+                    searching = true;
+                }
+                // Relaxed: see `SpinLatch::stop_sleeping`.
+                let _ = self
+                    .latch
+                    .compare_exchange(SLEEPING, UNSET, Relaxed, Relaxed);
+            }
+        }
+        if searching {
+            let _ = self.sleep.stop_searching();
+        }
+        ran
+    }
+
+    /// The setter's side (`SpinLatch::set`).
+    fn set_latch(&self, waiter: usize) {
+        // AcqRel: Release publishes to the waiter's Acquire load; Acquire pairs with its CAS.
+        if self.latch.swap(SET, AcqRel) == SLEEPING {
+            self.sleep.wake_worker(waiter);
+        }
+    }
+}
+
+#[test]
+fn loom_latch_set_races_park() {
+    // A worker sleeps on a latch; another thread sets it and wakes it with a plain token.
+    model(None, || {
+        with_pool(1, |pool| {
+            let setter = spawn(pool, |pool| pool.set_latch(0));
+            assert!(!pool.wait_on_latch(0));
+            setter.join().unwrap();
+            pool.check_quiescent(0);
+        });
+    });
+}
+
+#[test]
+fn loom_latch_set_races_notification() {
+    // A worker sleeping on a latch is also a worker: a publisher may claim it for a job (a
+    // searching token) while the latch setter sends a plain one. Consuming both at once must
+    // neither strand the job nor leave the waiter asleep on a set latch.
+    model(Some(3), || {
+        with_pool(1, |pool| {
+            let setter = spawn(pool, |pool| pool.set_latch(0));
+            let publisher = spawn(pool, |pool| pool.publish());
+            // Back in its main loop after the wait, the worker runs whatever the wait left.
+            if !pool.wait_on_latch(0) {
+                pool.worker(0, false, 1, true);
+            }
+            setter.join().unwrap();
+            publisher.join().unwrap();
+            pool.check_quiescent(1);
+        });
+    });
+}

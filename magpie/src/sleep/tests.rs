@@ -1,1 +1,370 @@
+//! Tests of the idle coordinator on real threads: the state accounting of each operation,
+//! token handling, the bitmap beyond one word, and a ping-pong stress of the whole protocol
+//! (publish ∥ park) in the runtime's barrier mode.
+//!
+//! Timeouts passed to `park` below never decide an outcome: a parked worker either has a
+//! token or an unclaimed bit, and `park` reports which, however long it waited. Where a park
+//! has no timeout, a lost wakeup shows as a hung test. The loom models of the same races are
+//! in `loom_sleep.rs`.
 
+use super::*;
+use crate::sync::{Arc, AtomicBool, AtomicUsize};
+
+/// Short enough not to slow the suite; the outcome does not depend on it (see module doc).
+const BRIEFLY: Option<Duration> = Some(Duration::from_millis(1));
+
+fn counts(sleep: &Sleep) -> (usize, usize) {
+    let state = sleep.load();
+    (state.unparked(), state.searching())
+}
+
+#[test]
+fn state_masks_are_disjoint() {
+    assert_eq!(SEARCHING_ONE & !SEARCHING_MASK, 0);
+    assert_eq!(UNPARKED_ONE & SEARCHING_MASK, 0);
+    let state = IdleState(5 * UNPARKED_ONE + 3 * SEARCHING_ONE);
+    assert_eq!(state.unparked(), 5);
+    assert_eq!(state.searching(), 3);
+}
+
+#[test]
+fn new_counts_every_worker_unparked() {
+    for n in [1, 2, 4, 63, 64, 65, 130] {
+        let sleep = Sleep::new(n);
+        assert_eq!(counts(&sleep), (n, 0), "{n} workers");
+        assert_eq!(sleep.num_workers(), n);
+        assert_eq!(sleep.load(), IdleState(sleep.saturated_state()));
+        // Nobody is parked, so nobody can be woken.
+        assert!(!sleep.wake_any_cold());
+        sleep.notify_work();
+        assert_eq!(counts(&sleep), (n, 0));
+    }
+}
+
+#[test]
+#[should_panic(expected = "worker count out of range")]
+fn zero_workers_is_refused() {
+    let _ = Sleep::new(0);
+}
+
+#[test]
+fn searchers_are_capped_at_half_the_workers() {
+    let sleep = Sleep::new(4);
+    assert!(sleep.try_start_searching());
+    assert!(sleep.try_start_searching());
+    assert!(!sleep.try_start_searching());
+    assert!(!sleep.try_start_searching());
+    assert_eq!(counts(&sleep), (4, 2));
+
+    // In general ceil(n / 2), and at least one, so a lone worker can search.
+    for n in 1..=9 {
+        let sleep = Sleep::new(n);
+        let mut admitted = 0;
+        while sleep.try_start_searching() {
+            admitted += 1;
+            assert!(admitted <= n, "no cap with {n} workers");
+        }
+        assert_eq!(admitted, n.div_ceil(2), "{n} workers");
+        assert_eq!(sleep.load().searching(), admitted);
+    }
+}
+
+#[test]
+fn stop_searching_reports_the_last_searcher() {
+    let sleep = Sleep::new(4);
+    assert!(sleep.try_start_searching());
+    assert!(sleep.try_start_searching());
+    assert!(!sleep.stop_searching());
+    assert_eq!(counts(&sleep), (4, 1));
+    assert!(sleep.stop_searching());
+    assert_eq!(counts(&sleep), (4, 0));
+    // A freed place can be taken again.
+    assert!(sleep.try_start_searching());
+    assert!(sleep.stop_searching());
+}
+
+#[test]
+fn register_parked_updates_the_counts() {
+    let sleep = Sleep::new(4);
+    // Not searching: only the unparked count drops.
+    assert!(!sleep.register_parked(0, false));
+    assert_eq!(counts(&sleep), (3, 0));
+
+    // Two searchers; the first to park is not the last searcher, the second is.
+    assert!(sleep.try_start_searching());
+    assert!(sleep.try_start_searching());
+    assert!(!sleep.register_parked(1, true));
+    assert_eq!(counts(&sleep), (2, 1));
+    assert!(sleep.register_parked(2, true));
+    assert_eq!(counts(&sleep), (1, 0));
+
+    // Each registration is undone once: by the worker itself (Plain)...
+    assert_eq!(sleep.park(0, BRIEFLY), Wake::Plain);
+    assert_eq!(counts(&sleep), (2, 0));
+    // ...or by a notifier, which counts it as searching.
+    assert!(sleep.wake_any_cold());
+    assert_eq!(counts(&sleep), (3, 1));
+    assert_eq!(sleep.park(1, None), Wake::Searching);
+    assert_eq!(sleep.park(2, BRIEFLY), Wake::Plain);
+    assert_eq!(counts(&sleep), (4, 1));
+}
+
+#[test]
+fn notify_wakes_a_parked_worker() {
+    let n = 3;
+    let sleep = Arc::new(Sleep::new(n));
+    let sleeper = {
+        let sleep = sleep.clone();
+        std::thread::spawn(move || {
+            assert!(!sleep.register_parked(0, false));
+            sleep.park(0, None)
+        })
+    };
+    // Wait (on a condition, not a clock) until the worker has registered.
+    while sleep.load().unparked() == n {
+        std::thread::yield_now();
+    }
+    assert_eq!(counts(&sleep), (n - 1, 0));
+    // Two workers still run, nobody searches: the notification must claim the sleeper. It
+    // does so before returning, so check the counts first (a failure here leaves the sleeper
+    // parked, but does not hang the test).
+    sleep.notify_work();
+    assert_eq!(counts(&sleep), (n, 1));
+    assert_eq!(sleeper.join().unwrap(), Wake::Searching);
+    assert_eq!(counts(&sleep), (n, 1));
+    // The wakeup was claimed once: nobody is left to wake.
+    assert!(!sleep.wake_any_cold());
+}
+
+#[test]
+fn notify_wakes_nobody_while_someone_searches() {
+    let sleep = Sleep::new(2);
+    assert!(!sleep.register_parked(1, false));
+    assert!(sleep.try_start_searching());
+    sleep.notify_work();
+    // The searcher will find the work; worker 1 stays parked.
+    assert_eq!(counts(&sleep), (1, 1));
+    // Once the last searcher stops, the same call wakes worker 1.
+    assert!(sleep.stop_searching());
+    sleep.notify_work();
+    assert_eq!(counts(&sleep), (2, 1));
+    assert_eq!(sleep.park(1, None), Wake::Searching);
+}
+
+#[test]
+fn notify_wakes_one_worker_per_call() {
+    let sleep = Sleep::new(3);
+    for worker in 0..3 {
+        assert!(!sleep.register_parked(worker, false));
+    }
+    assert_eq!(counts(&sleep), (0, 0));
+    sleep.notify_work();
+    assert_eq!(counts(&sleep), (1, 1));
+    // Somebody now searches, so a second notification wakes nobody else.
+    sleep.notify_work();
+    assert_eq!(counts(&sleep), (1, 1));
+    // The lowest bit went first.
+    assert_eq!(sleep.park(0, None), Wake::Searching);
+    assert_eq!(sleep.park(1, BRIEFLY), Wake::Plain);
+    assert_eq!(sleep.park(2, BRIEFLY), Wake::Plain);
+    assert_eq!(counts(&sleep), (3, 1));
+}
+
+#[test]
+fn park_times_out_as_plain_and_restores_the_counts() {
+    let sleep = Sleep::new(2);
+    assert!(sleep.try_start_searching());
+    assert!(sleep.register_parked(0, true));
+    assert_eq!(counts(&sleep), (1, 0));
+    assert_eq!(sleep.park(0, BRIEFLY), Wake::Plain);
+    // Unparked again, not searching (it did not stay a searcher through the park), and its
+    // bit is gone: there is nobody to wake.
+    assert_eq!(counts(&sleep), (2, 0));
+    assert!(!sleep.wake_any_cold());
+}
+
+#[test]
+fn wake_worker_token_is_kept_until_the_next_park() {
+    let sleep = Sleep::new(2);
+    // Woken after registering, before blocking: the park returns at once.
+    assert!(!sleep.register_parked(0, false));
+    sleep.wake_worker(0);
+    assert_eq!(sleep.park(0, None), Wake::Plain);
+    assert_eq!(counts(&sleep), (2, 0));
+
+    // Woken before even registering: the token waits in the parker.
+    sleep.wake_worker(1);
+    assert!(!sleep.register_parked(1, false));
+    assert_eq!(sleep.park(1, None), Wake::Plain);
+    assert_eq!(counts(&sleep), (2, 0));
+    assert!(!sleep.wake_any_cold());
+}
+
+#[test]
+fn notifier_claim_wins_over_a_plain_token() {
+    let sleep = Sleep::new(2);
+    assert!(!sleep.register_parked(0, false));
+    sleep.wake_worker(0);
+    // A notifier claims the bit before the worker wakes: the worker is counted as a searcher,
+    // so it must report Searching (or the count would leak), even with a plain token present.
+    assert!(sleep.wake_any_cold());
+    assert_eq!(sleep.park(0, None), Wake::Searching);
+    assert_eq!(counts(&sleep), (2, 1));
+}
+
+#[test]
+fn parking_worker_may_claim_its_own_bit() {
+    // R5: the recheck after registering found work and woke "any" parked worker, which is the
+    // rechecking worker itself when it is the only one parked.
+    let sleep = Sleep::new(2);
+    assert!(!sleep.register_parked(1, false));
+    assert!(sleep.wake_any_cold());
+    assert_eq!(counts(&sleep), (2, 1));
+    assert_eq!(sleep.park(1, None), Wake::Searching);
+    assert_eq!(counts(&sleep), (2, 1));
+}
+
+#[test]
+fn bitmap_reaches_workers_past_the_first_word() {
+    let n = 130;
+    let sleep = Sleep::new(n);
+    assert!(!sleep.register_parked(129, false));
+    assert_eq!(counts(&sleep), (n - 1, 0));
+    assert!(sleep.wake_any_cold());
+    assert_eq!(counts(&sleep), (n, 1));
+    assert_eq!(sleep.park(129, None), Wake::Searching);
+    assert!(!sleep.wake_any_cold());
+
+    // Workers in three different words are woken lowest first, one per call.
+    for worker in [129, 64, 3] {
+        assert!(!sleep.register_parked(worker, false));
+    }
+    assert_eq!(counts(&sleep), (n - 3, 1));
+    assert!(sleep.wake_any_cold());
+    assert_eq!(sleep.park(3, None), Wake::Searching);
+    assert!(sleep.wake_any_cold());
+    assert_eq!(sleep.park(64, None), Wake::Searching);
+    assert_eq!(sleep.park(129, BRIEFLY), Wake::Plain);
+    assert_eq!(counts(&sleep), (n, 3));
+
+    // A plain wakeup reaches a high index too.
+    assert!(!sleep.register_parked(128, false));
+    sleep.wake_worker(128);
+    assert_eq!(sleep.park(128, None), Wake::Plain);
+    assert_eq!(counts(&sleep), (n, 3));
+}
+
+/// A pool of workers that follow the protocol of `runtime::worker::IdleLoop` (without the
+/// spinning) around a queue that is just a count of pending jobs.
+struct PingPong {
+    sleep: Sleep,
+    pending: AtomicUsize,
+    executed: AtomicUsize,
+    done: AtomicBool,
+}
+
+impl PingPong {
+    fn try_take(&self) -> bool {
+        // Relaxed: the count carries no data; the sleep protocol orders it by barriers.
+        let mut n = self.pending.load(Relaxed);
+        while n > 0 {
+            match self
+                .pending
+                .compare_exchange_weak(n, n - 1, Relaxed, Relaxed)
+            {
+                Ok(_) => return true,
+                Err(actual) => n = actual,
+            }
+        }
+        false
+    }
+
+    fn publish(&self, jobs: usize) {
+        self.pending.fetch_add(jobs, Relaxed);
+        // R1.
+        self.sleep.notify_work();
+    }
+
+    fn worker(&self, index: usize) {
+        let mut searching = false;
+        loop {
+            if self.try_take() {
+                self.executed.fetch_add(1, Relaxed);
+                // R3.
+                if searching {
+                    searching = false;
+                    if self.sleep.stop_searching() {
+                        self.sleep.notify_work();
+                    }
+                }
+                continue;
+            }
+            // Acquire: pairs with the Release store in the test body.
+            if self.done.load(Acquire) {
+                break;
+            }
+            if !searching {
+                searching = self.sleep.try_start_searching();
+            }
+            // R2, then R5.
+            let _ = self.sleep.register_parked(index, searching);
+            searching = false;
+            if self.pending.load(Relaxed) > 0 {
+                self.sleep.wake_any_cold();
+            }
+            if self.sleep.park(index, None) == Wake::Searching {
+                searching = true;
+            }
+        }
+        if searching {
+            let _ = self.sleep.stop_searching();
+        }
+    }
+}
+
+#[test]
+fn ping_pong_never_loses_a_wakeup() {
+    const ROUNDS: usize = if cfg!(debug_assertions) {
+        10_000
+    } else {
+        100_000
+    };
+    // The runtime's barrier mode: membarrier on the parking side where the kernel has it.
+    barrier::init();
+    for workers in [1, 2, 3] {
+        let pool = PingPong {
+            sleep: Sleep::new(workers),
+            pending: AtomicUsize::new(0),
+            executed: AtomicUsize::new(0),
+            done: AtomicBool::new(false),
+        };
+        let mut published = 0;
+        std::thread::scope(|s| {
+            for index in 0..workers {
+                let pool = &pool;
+                s.spawn(move || pool.worker(index));
+            }
+            for round in 0..ROUNDS {
+                let jobs = round % 3 + 1;
+                pool.publish(jobs);
+                published += jobs;
+                // Wait until the workers ran them, so that they go back to sleep before the
+                // next round. A lost wakeup hangs here.
+                while pool.executed.load(Relaxed) < published {
+                    std::thread::yield_now();
+                }
+            }
+            // Release: pairs with the workers' Acquire load; the plain tokens are kept, so a
+            // worker between its check and its park still wakes.
+            pool.done.store(true, Release);
+            for index in 0..workers {
+                pool.sleep.wake_worker(index);
+            }
+        });
+        assert_eq!(pool.executed.load(Relaxed), published);
+        assert_eq!(pool.pending.load(Relaxed), 0);
+        // Every worker left unparked and not searching.
+        assert_eq!(counts(&pool.sleep), (workers, 0), "{workers} workers");
+        assert!(!pool.sleep.wake_any_cold());
+    }
+}
