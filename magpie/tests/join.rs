@@ -91,12 +91,13 @@ fn fib_matches_sequential_on_1_2_3_and_8_workers() {
         let rt = runtime(workers);
         assert_eq!(rt.num_workers(), workers);
         assert_eq!(rt.install(|| fib(20)), expected, "{workers} workers");
-        // fib(n) makes fib(n + 1) - 1 joins; each join's second half is one job, plus one
-        // for the install itself (WorkerStats::jobs_executed's documented accounting).
-        assert_eq!(
-            rt.stats().jobs_executed(),
-            fib_sequential(21),
-            "jobs executed on {workers} workers"
+        // fib(n) makes fib(n + 1) - 1 joins. Each join whose second half was published is one
+        // job, plus one for the install itself; the outermost join is always published
+        // (WorkerStats::jobs_executed's documented accounting).
+        let jobs = rt.stats().jobs_executed();
+        assert!(
+            (2..=fib_sequential(21)).contains(&jobs),
+            "{jobs} jobs executed on {workers} workers"
         );
     }
 }
@@ -475,8 +476,9 @@ fn half_a_million_joins_run_every_leaf_exactly_once() {
     assert_eq!(count.load(SeqCst), LEAVES);
     assert_eq!(sum, (LEAVES as u64 - 1) * LEAVES as u64 / 2);
     assert!(visited.iter().all(|v| v.load(SeqCst)));
-    // LEAVES - 1 joins plus the install.
-    assert_eq!(rt.stats().jobs_executed(), LEAVES as u64);
+    // At most LEAVES - 1 published joins plus the install; at least the outermost join.
+    let jobs = rt.stats().jobs_executed();
+    assert!((2..=LEAVES as u64).contains(&jobs), "{jobs} jobs");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -307,8 +307,13 @@ fn stats_count_the_workload() {
         assert_eq!(rt.install(|| fib(18)), 2584);
         let stats = rt.stats();
         assert_eq!(stats.workers.len(), n);
-        // fib(18) makes fib(19) - 1 = 4180 joins, plus one job for the install.
-        assert_eq!(stats.jobs_executed(), 4181, "{n} workers");
+        // fib(18) makes fib(19) - 1 = 4180 joins, of which those published are jobs, plus one
+        // job for the install; the outermost join is always published.
+        assert!(
+            (2..=4181).contains(&stats.jobs_executed()),
+            "{} jobs on {n} workers",
+            stats.jobs_executed()
+        );
         assert_eq!(
             stats.jobs_executed(),
             stats.workers.iter().map(|w| w.jobs_executed).sum::<u64>()

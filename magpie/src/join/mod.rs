@@ -23,12 +23,11 @@ use latch::SpinLatch;
 
 /// Runs `a` and `b`, potentially in parallel, and returns both results.
 ///
-/// `a` runs on the calling thread. `b` is offered to the other workers when that can help:
-/// whenever some worker is idle, and whenever the calling worker offers fewer than a handful
-/// of stealable jobs. Otherwise every worker is busy and this one already offers its oldest,
-/// largest pieces of work to thieves, so `b` simply runs after `a` on this thread. This makes
-/// `join` cheap enough to call at every level of a recursion: in a busy pool it costs a few
-/// nanoseconds over calling `a` and `b` in turn.
+/// `a` runs on the calling thread. `b` is offered to the other workers when the calling
+/// worker offers fewer than a handful of stealable jobs; otherwise this worker already
+/// offers its oldest, largest pieces of work to thieves, and `b` simply runs after `a` on this
+/// thread. This makes `join` cheap enough to call at every level of a recursion: past the
+/// first few levels it costs about as much as calling `a` and `b` in turn.
 ///
 /// Called from outside a magpie worker, `join` runs on the current runtime (the global
 /// default, outside any) and blocks the calling thread until both halves are done.
@@ -42,10 +41,10 @@ use latch::SpinLatch;
 ///
 /// Both halves may run on the same thread, one after the other, so `a` must not wait for
 /// something that only `b` does unless another worker is sure to take `b`. magpie guarantees
-/// that `b` is stealable when the calling worker's deque holds fewer than 4 stealable jobs (in
-/// particular at the outermost `join` of a computation) or some worker is idle at the call.
-/// Rayon makes every `b` stealable; chili only every 64th. We trade that last bit of
-/// guarantee for speed; see ARCHITECTURE.md.
+/// that `b` is stealable when the calling worker's deque holds fewer than 4 stealable jobs:
+/// in particular at the outermost `join` of a computation and the first levels below it.
+/// Rayon makes every `b` stealable; chili only one in 64 deeper down. We trade that last bit
+/// of guarantee for speed; see ARCHITECTURE.md.
 ///
 /// # Examples
 ///
@@ -112,14 +111,15 @@ where
     if worker.should_publish() {
         join_published(worker, a, b)
     } else {
-        join_inline(worker, a, b)
+        join_inline(a, b)
     }
 }
 
-/// Every other worker is busy and this one already offers enough stealable jobs: run both
-/// halves here, `a` first, with the same panic rules as the published path.
+/// This worker already offers enough stealable jobs: run both halves here, `a` first, with
+/// the same panic rules as the published path. Not a job: nothing was queued, and nothing is
+/// counted (a counter bump per call would chain every `join` through one memory location).
 #[inline]
-fn join_inline<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
+fn join_inline<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA,
     B: FnOnce() -> RB,
@@ -131,7 +131,6 @@ where
             unwind::resume_unwinding(payload)
         }
     };
-    worker.count_job();
     (ra, b())
 }
 

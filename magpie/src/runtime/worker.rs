@@ -43,11 +43,11 @@ const YIELD_ROUNDS: u32 = 32;
 /// microseconds of CPU, far below the idle budget of rayon#642.
 const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
 
-/// How many stealable jobs a busy worker keeps offering before `join` stops publishing its
-/// second halves (see `WorkerThread::should_publish`). Thieves take the oldest, so the reserve
-/// holds the largest pieces; a few are enough to feed the thieves of a saturated pool, since
-/// every steal makes the owner publish again at its next `join`. chili uses a similar
-/// threshold of 3 queued jobs. 4 measured best on `fib`/`tree_sum` in magpie-bench.
+/// How many stealable jobs a worker keeps offering before `join` stops publishing its second
+/// halves (see `WorkerThread::should_publish`). Thieves take the oldest, so the reserve holds
+/// the largest pieces; a few are enough, since every steal makes the owner publish again at
+/// its next `join`. chili publishes while its queue holds fewer than 3 jobs (and one `join`
+/// in 64 otherwise). Measured in magpie-bench `fork-join` (fib, tree_sum); see BENCHMARKS.md.
 const STEAL_RESERVE: usize = 4;
 
 thread_local! {
@@ -85,14 +85,13 @@ impl WorkerThread {
     /// The publication policy of `join`: whether its second half should be made stealable.
     ///
     /// Yes while this worker offers fewer than [`STEAL_RESERVE`] stealable jobs, so that a
-    /// thief always finds the oldest (largest) pieces of this worker's computation; and yes
-    /// whenever some worker is idle (searching or parked), so that idle workers get work.
-    /// Otherwise every other worker is busy and this one already offers enough: the second
-    /// half runs inline, at the cost of a function call. That is where fork-join overhead
-    /// goes to almost nothing (ARCHITECTURE.md, "Why this join design").
+    /// thief always finds the oldest (largest) pieces of this worker's computation, and every
+    /// steal makes the owner publish again at its next `join`. Otherwise the second half runs
+    /// inline, at the cost of a function call. That is where fork-join overhead goes to almost
+    /// nothing (ARCHITECTURE.md, "Why this join design").
     #[inline]
     pub(crate) fn should_publish(&self) -> bool {
-        self.deque.len() < STEAL_RESERVE || !self.registry.sleep.looks_saturated()
+        self.deque.len() < STEAL_RESERVE
     }
 
     /// Pushes a job onto this worker's deque and wakes a sleeper if nobody is searching.

@@ -84,16 +84,6 @@ impl Sleep {
         self.num_workers as u64 * UNPARKED_ONE
     }
 
-    /// Whether every worker is unparked and none is searching, as of a moment ago.
-    ///
-    /// Relaxed, no barrier: a hint for `join`'s publication policy, which only decides how
-    /// eagerly to offer work. Correctness never depends on it: whenever a job is published,
-    /// `notify_work` runs the real check.
-    #[inline]
-    pub(crate) fn looks_saturated(&self) -> bool {
-        self.state.load(Relaxed) == self.saturated_state()
-    }
-
     /// A snapshot of the counts.
     #[allow(dead_code)]
     pub(crate) fn load(&self) -> IdleState {
