@@ -41,7 +41,7 @@ use latch::SpinLatch;
 ///
 /// Both halves may run on the same thread, one after the other, so `a` must not wait for
 /// something that only `b` does unless another worker is sure to take `b`. magpie guarantees
-/// that `b` is stealable when the calling worker's deque holds fewer than 4 stealable jobs:
+/// that `b` is stealable when the calling worker's deque holds fewer than 3 stealable jobs:
 /// in particular at the outermost `join` of a computation and the first levels below it.
 /// Rayon makes every `b` stealable; chili only one in 64 deeper down. We trade that last bit
 /// of guarantee for speed; see ARCHITECTURE.md.
@@ -135,7 +135,10 @@ where
 }
 
 /// `b` becomes a job on this worker's deque, where any idle worker can steal it.
-#[inline]
+///
+/// Kept out of line: it runs for a few joins per computation, and inlined it would make
+/// every caller save a full set of registers on every recursion level.
+#[inline(never)]
 fn join_published<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,

@@ -48,7 +48,7 @@ const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
 /// the largest pieces; a few are enough, since every steal makes the owner publish again at
 /// its next `join`. chili publishes while its queue holds fewer than 3 jobs (and one `join`
 /// in 64 otherwise). Measured in magpie-bench `fork-join` (fib, tree_sum); see BENCHMARKS.md.
-const STEAL_RESERVE: usize = 4;
+const STEAL_RESERVE: usize = 3;
 
 thread_local! {
     /// The worker running on this thread, or null.
