@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use std::io::{self, Write};
+
 use clap::Args;
 use magpie::{Stats, WorkerStats};
 
@@ -28,11 +30,19 @@ struct Outcome {
     millis: f64,
 }
 
-pub(crate) fn run(args: &DemoArgs) -> Result<(), String> {
+pub(crate) fn run(args: &DemoArgs, out: &mut impl Write) -> Result<(), String> {
     let workers = magpie::current_num_workers();
     if !args.json {
-        println!("magpie demo: fork-join on the default runtime, {workers} workers");
-        println!("(set MAGPIE_WORKER_THREADS to change the worker count)\n");
+        writeln!(
+            out,
+            "magpie demo: fork-join on the default runtime, {workers} workers"
+        )
+        .map_err(write_error)?;
+        writeln!(
+            out,
+            "(set MAGPIE_WORKER_THREADS to change the worker count)\n"
+        )
+        .map_err(write_error)?;
     }
     let before = global_stats();
 
@@ -89,15 +99,26 @@ pub(crate) fn run(args: &DemoArgs) -> Result<(), String> {
     let stats = delta(&global_stats(), &before);
     if args.json {
         let json = serde_json::json!({ "workers": workers, "workloads": outcomes, "stats": stats });
-        println!(
+        writeln!(
+            out,
             "{}",
             serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?
-        );
+        )
+        .map_err(write_error)?;
     } else {
-        print_outcomes(&outcomes);
-        print_stats(&stats);
+        print_outcomes(out, &outcomes).map_err(write_error)?;
+        print_stats(out, &stats).map_err(write_error)?;
     }
     Ok(())
+}
+
+/// Writing the report failed; a closed pipe (`magpie demo | head`) is not worth a message.
+fn write_error(err: io::Error) -> String {
+    if err.kind() == io::ErrorKind::BrokenPipe {
+        String::new()
+    } else {
+        format!("cannot write the report: {err}")
+    }
 }
 
 fn outcome(name: &str, result: impl ToString, took: Duration) -> Outcome {
@@ -131,24 +152,26 @@ fn delta(after: &Stats, before: &Stats) -> Vec<WorkerStats> {
         .collect()
 }
 
-fn print_outcomes(outcomes: &[Outcome]) {
-    println!("{:<40} {:>16} {:>12}", "workload", "result", "time");
+fn print_outcomes(out: &mut impl Write, outcomes: &[Outcome]) -> io::Result<()> {
+    writeln!(out, "{:<40} {:>16} {:>12}", "workload", "result", "time")?;
     for o in outcomes {
-        println!("{:<40} {:>16} {:>9.2} ms", o.name, o.result, o.millis);
+        writeln!(out, "{:<40} {:>16} {:>9.2} ms", o.name, o.result, o.millis)?;
     }
-    println!();
+    writeln!(out)
 }
 
-fn print_stats(workers: &[WorkerStats]) {
+fn print_stats(out: &mut impl Write, workers: &[WorkerStats]) -> io::Result<()> {
     let total: u64 = workers.iter().map(|w| w.jobs_executed).sum::<u64>().max(1);
-    println!(
+    writeln!(
+        out,
         "{:>6} {:>12} {:>8} {:>9} {:>7}  share of jobs",
         "worker", "jobs", "stolen", "attempts", "parks"
-    );
+    )?;
     for (i, w) in workers.iter().enumerate() {
         let share = w.jobs_executed as f64 / total as f64;
         let bar = "█".repeat((share * 40.0).round() as usize);
-        println!(
+        writeln!(
+            out,
             "{:>6} {:>12} {:>8} {:>9} {:>7}  {bar} {:.0}%",
             i,
             w.jobs_executed,
@@ -156,13 +179,15 @@ fn print_stats(workers: &[WorkerStats]) {
             w.steal_attempts,
             w.parks,
             share * 100.0
-        );
+        )?;
     }
     let stolen: u64 = workers.iter().map(|w| w.jobs_stolen).sum();
-    println!(
-        "\n{total} jobs, {stolen} stolen ({:.4}% of jobs crossed workers: the rest ran where they were forked)",
+    writeln!(
+        out,
+        "\n{total} jobs queued, {stolen} stolen ({:.1}%). Joins deeper than a worker's reserve of \
+         stealable jobs ran inline and are not jobs (see ARCHITECTURE.md).",
         stolen as f64 * 100.0 / total as f64
-    );
+    )
 }
 
 fn fib(n: u64) -> u64 {

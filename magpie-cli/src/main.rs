@@ -28,10 +28,12 @@ fn main() -> ExitCode {
     // clap exits with status 2 and a clear message on bad arguments.
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Demo(args) => demo::run(&args),
+        Command::Demo(args) => demo::run(&args, &mut std::io::stdout().lock()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // An empty message: the reader went away (a closed pipe); nothing to report.
+        Err(message) if message.is_empty() => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("magpie: {message}");
             ExitCode::FAILURE
