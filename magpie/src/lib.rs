@@ -45,9 +45,11 @@
 //! Each worker owns a Chase-Lev deque of jobs. `join(a, b)` pushes `b`, runs `a`, then pops
 //! `b` back and runs it, unless an idle worker stole it meanwhile. The owner's push and pop
 //! cost no hardware fence: the thieves pay for synchronisation instead, with a process-wide
-//! `membarrier`. Idle workers spin briefly, then park; a small protocol (searching count,
-//! idle bitmap) wakes exactly as many as there is work for. ARCHITECTURE.md in the repository
-//! tells the whole story.
+//! `membarrier`. Once a worker offers a few stealable jobs (its oldest, largest pieces of
+//! work), deeper joins skip the deque and run both halves inline, which makes a `join` cost
+//! about as much as two function calls. Idle workers spin briefly, then park; a small
+//! protocol (searching count, idle bitmap) wakes exactly as many as there is work for.
+//! ARCHITECTURE.md in the repository tells the whole story.
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]

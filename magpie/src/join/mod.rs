@@ -154,8 +154,8 @@ where
 
     // Take `b` back unless it was stolen. Every nested `join` inside `a` took its own job
     // back (or waited for it), so above `b` there can only be spawns of an enclosing scope
-    // made inside `a`: we run those as we meet them. Thieves take from the top, so if `b`
-    // was stolen, so was everything below it, and the loop ends with an empty deque.
+    // made inside `a`: we run those as we meet them. Thieves take the oldest first, so if
+    // `b` was stolen, so was every older job, and the loop ends on an empty deque.
     while let Some(job) = worker.pop() {
         if job == job_b_ref {
             worker.count_job();

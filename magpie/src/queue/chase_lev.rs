@@ -11,7 +11,7 @@
 //!   for weak memory models", PPoPP 2013: the C11 orderings used here, except that the two
 //!   `seq_cst` fences (in `take` and `steal`) are our asymmetric pair
 //!   [`barrier::light`](crate::sync::barrier::light) / [`barrier::heavy`](crate::sync::barrier::heavy):
-//!   the owner's fence, paid on every `join`, becomes a compiler fence, and the thief pays a
+//!   the owner's fence, paid on every published `join`, becomes a compiler fence, and the thief pays a
 //!   `membarrier` instead. Steals are rare; pops are not.
 //!
 //! # Invariants

@@ -9,7 +9,7 @@
 //! * the sleep protocol: a worker publishing a job stores it then loads the idle state, a
 //!   worker going to sleep stores the idle state then loads every queue.
 //!
-//! In both, one side runs on every `join` (millions of times a second) and the other only when
+//! In both, one side runs on every published `join` (up to millions of times a second) and the other only when
 //! a worker steals or parks. On Linux we make the frequent side a compiler-only fence and the
 //! rare side a `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` system call, which returns only
 //! after every running thread of this process has executed a full memory barrier. So for any
