@@ -58,6 +58,7 @@
 mod queue;
 mod sleep;
 mod sync;
+mod task;
 mod util;
 
 #[cfg(not(loom))]

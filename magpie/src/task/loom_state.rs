@@ -1,0 +1,488 @@
+//! Loom models of the task state word driven the way a scheduler will drive it: a poller
+//! (`transition_to_running`, then `_idle` or `_complete`), wakers, an aborter and a
+//! `JoinHandle`, racing on one task.
+//!
+//! The task is modelled by [`Task`]: the state word, the stage and the join waker slot as
+//! loom `UnsafeCell`s (so loom reports any access to them that the state word's orderings do
+//! not order, including any access racing the "free"), and counters of how often the future,
+//! the output and the join waker were dropped and the task freed. Every model ends by
+//! running whatever `Notified` is still queued (a worker would) and checking that each of
+//! those happened exactly once.
+//!
+//! The run queue is a Relaxed counter, so it adds no happens-before edges of its own: the
+//! models check that the state word alone orders every access to the task, even though a
+//! real queue would add some.
+//!
+//! The future is Ready once it sees `event` set. A waker sets `event` (Relaxed) and then
+//! wakes, so a poll that answers the wake must see it: a lost wakeup, or a wake not ordered
+//! before the poll answering it, leaves the task Pending forever and fails the final check.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" cargo test -p magpie --lib --release loom_state`.
+//! `LOOM_MAX_PREEMPTIONS` sets the preemption bound, but never above a model's cap.
+
+use std::mem::ManuallyDrop;
+
+use loom::thread::{self, JoinHandle};
+
+use super::state::*;
+use crate::sync::atomic::*;
+use crate::sync::{Arc, AtomicBool, AtomicUsize, UnsafeCell};
+
+/// Checks `f` under loom with at most `cap` preemptions (`None`: no cap). The bound is
+/// `LOOM_MAX_PREEMPTIONS` if that is set and below `cap`, else `cap`.
+fn model<F>(cap: Option<usize>, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = match (builder.preemption_bound, cap) {
+        (Some(env), Some(cap)) => Some(env.min(cap)),
+        (env, None) => env,
+        (None, cap) => cap,
+    };
+    builder.check(f);
+}
+
+/// The cap on the three-thread models; the two-thread ones are exhaustive (a fraction of a
+/// second each). At 3 all eight models run in about a second and a half in release; at 5 the
+/// three-thread ones take about 20 s together.
+const THREE_THREAD_CAP: Option<usize> = Some(3);
+
+/// What the stage cell holds.
+#[derive(Debug, PartialEq, Eq)]
+enum Stage {
+    Future,
+    /// The output, or the cancellation error: the models treat them alike.
+    Output,
+    /// The output was taken or dropped.
+    Consumed,
+    /// The task was freed: any later access is a use after free.
+    Freed,
+}
+
+/// One task and the accounting of what happened to it.
+struct Task {
+    state: State,
+    stage: UnsafeCell<Stage>,
+    /// The join waker slot: `true` while it holds a waker.
+    join_waker: UnsafeCell<bool>,
+    /// What the future waits for.
+    event: AtomicBool,
+    /// `Notified`s submitted and not yet run (at most one, invariant 1).
+    queued: AtomicUsize,
+    submits: AtomicUsize,
+    future_drops: AtomicUsize,
+    output_drops: AtomicUsize,
+    join_waker_drops: AtomicUsize,
+    join_wakes: AtomicUsize,
+    frees: AtomicUsize,
+}
+
+/// Runs `f` with a new task in a loom `Arc`. `event` says whether the future is ready on its
+/// first poll.
+///
+/// As in `sleep::loom_sleep`, every handle to the `Arc` is a `ManuallyDrop`, dropped only on
+/// the way out of a thread that did not panic: a loom `Arc` dropped while a failed execution
+/// unwinds calls back into loom and turns one failed model into an abort of the test binary.
+fn with_task(event: bool, f: impl FnOnce(&Arc<Task>)) {
+    let task = ManuallyDrop::new(Arc::new(Task {
+        state: State::new(),
+        stage: UnsafeCell::new(Stage::Future),
+        join_waker: UnsafeCell::new(false),
+        event: AtomicBool::new(event),
+        queued: AtomicUsize::new(0),
+        submits: AtomicUsize::new(0),
+        future_drops: AtomicUsize::new(0),
+        output_drops: AtomicUsize::new(0),
+        join_waker_drops: AtomicUsize::new(0),
+        join_wakes: AtomicUsize::new(0),
+        frees: AtomicUsize::new(0),
+    }));
+    f(&task);
+    drop(ManuallyDrop::into_inner(task));
+}
+
+/// Runs `f` on a new loom thread with its own handle to `task` (see [`with_task`]).
+fn spawn<F>(task: &Arc<Task>, f: F) -> JoinHandle<()>
+where
+    F: FnOnce(&Task) + Send + 'static,
+{
+    let task = ManuallyDrop::new(task.clone());
+    thread::spawn(move || {
+        f(&task);
+        drop(ManuallyDrop::into_inner(task));
+    })
+}
+
+// Counters are Relaxed throughout: they are read after joining the threads.
+impl Task {
+    /// Gives `f` the stage, after checking the task was not freed.
+    fn with_stage<R>(&self, f: impl FnOnce(&mut Stage) -> R) -> R {
+        self.stage.with_mut(|stage| {
+            // SAFETY: callers hold the right to the stage the state word gives them
+            // (invariant 2 of `state`); that claim is what loom checks here, reporting any
+            // access not ordered after the previous one.
+            let stage = unsafe { &mut *stage };
+            assert_ne!(*stage, Stage::Freed, "use after free");
+            f(stage)
+        })
+    }
+
+    /// Gives `f` the join waker slot.
+    fn with_join_waker<R>(&self, f: impl FnOnce(&mut bool) -> R) -> R {
+        self.join_waker.with_mut(|slot| {
+            // SAFETY: callers hold the right to the slot that `JOIN_WAKER` gives them
+            // (invariant 4 of `state`); loom checks the claim.
+            f(unsafe { &mut *slot })
+        })
+    }
+
+    /// Queues a new `Notified`.
+    fn submit(&self) {
+        self.submits.fetch_add(1, Relaxed);
+        let before = self.queued.fetch_add(1, Relaxed);
+        assert_eq!(before, 0, "two Notifieds for one task");
+    }
+
+    /// Runs the queued `Notified`, if any. Returns whether there was one.
+    fn run_queued(&self) -> bool {
+        if self.queued.swap(0, Relaxed) == 0 {
+            return false;
+        }
+        self.run();
+        true
+    }
+
+    /// Runs a `Notified`, as a worker does.
+    fn run(&self) {
+        match self.state.transition_to_running() {
+            TransitionToRunning::Success => {
+                if self.poll() {
+                    self.complete();
+                    return;
+                }
+                match self.state.transition_to_idle() {
+                    TransitionToIdle::Ok => {}
+                    TransitionToIdle::OkNotified => self.submit(),
+                    TransitionToIdle::OkDealloc => self.free(),
+                    TransitionToIdle::Cancelled => self.cancel(),
+                }
+            }
+            TransitionToRunning::Cancelled => self.cancel(),
+            TransitionToRunning::Failed => {}
+            TransitionToRunning::Dealloc => self.free(),
+        }
+    }
+
+    /// Polls the future; on Ready it is dropped and the output stored.
+    fn poll(&self) -> bool {
+        // Relaxed: ordered by the state word (the wake's Release, this poll's Acquire).
+        let ready = self.event.load(Relaxed);
+        self.with_stage(|stage| {
+            assert_eq!(*stage, Stage::Future, "polled after completion");
+            if ready {
+                self.future_drops.fetch_add(1, Relaxed);
+                *stage = Stage::Output;
+            }
+        });
+        ready
+    }
+
+    /// Drops the future of a cancelled task and stores the cancellation error.
+    fn cancel(&self) {
+        self.with_stage(|stage| {
+            assert_eq!(*stage, Stage::Future, "cancelled after completion");
+            self.future_drops.fetch_add(1, Relaxed);
+            *stage = Stage::Output;
+        });
+        self.complete();
+    }
+
+    /// Completes, after the output is stored, and drops the poller's reference.
+    fn complete(&self) {
+        let done = self.state.transition_to_complete();
+        if !done.is_join_interested() {
+            self.drop_output();
+        } else if done.is_join_waker_set() {
+            self.join_waker.with(|slot| {
+                // SAFETY: JOIN_WAKER is set on a complete task: the completer may read the
+                // slot (invariant 4).
+                assert!(unsafe { *slot }, "JOIN_WAKER set over an empty slot");
+            });
+            self.join_wakes.fetch_add(1, Relaxed);
+            if !self.state.unset_waker_after_complete().is_join_interested() {
+                self.drop_join_waker();
+            }
+        }
+        self.drop_ref();
+    }
+
+    fn drop_output(&self) {
+        self.with_stage(|stage| {
+            assert_eq!(
+                *stage,
+                Stage::Output,
+                "output dropped twice or never stored"
+            );
+            *stage = Stage::Consumed;
+        });
+        self.output_drops.fetch_add(1, Relaxed);
+    }
+
+    fn drop_join_waker(&self) {
+        if self.with_join_waker(std::mem::take) {
+            self.join_waker_drops.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn drop_ref(&self) {
+        if self.state.ref_dec() {
+            self.free();
+        }
+    }
+
+    /// Frees the task, which drops the future if it is still there.
+    fn free(&self) {
+        self.frees.fetch_add(1, Relaxed);
+        self.with_stage(|stage| {
+            assert_ne!(*stage, Stage::Output, "output leaked");
+            if *stage == Stage::Future {
+                self.future_drops.fetch_add(1, Relaxed);
+            }
+            *stage = Stage::Freed;
+        });
+        assert!(!self.with_join_waker(|slot| *slot), "join waker leaked");
+    }
+
+    /// A waker fires, consuming its reference.
+    fn wake_by_val(&self) {
+        self.event.store(true, Relaxed);
+        match self.state.transition_to_notified_by_val() {
+            TransitionToNotifiedByVal::DoNothing => {}
+            TransitionToNotifiedByVal::Submit => self.submit(),
+            TransitionToNotifiedByVal::Dealloc => self.free(),
+        }
+    }
+
+    /// A waker fires by reference, then is dropped.
+    fn wake_by_ref_then_drop(&self) {
+        self.event.store(true, Relaxed);
+        match self.state.transition_to_notified_by_ref() {
+            TransitionToNotifiedByRef::DoNothing => {}
+            TransitionToNotifiedByRef::Submit => self.submit(),
+        }
+        self.drop_ref();
+    }
+
+    /// The `JoinHandle` stores a waker in its (empty) slot and lends it to the completer.
+    fn register_join_waker(&self) {
+        self.with_join_waker(|slot| *slot = true);
+        // Err: already complete; the slot stays the handle's, dropped with the handle.
+        let _ = self.state.set_join_waker();
+    }
+
+    /// The `JoinHandle` aborts the task.
+    fn abort(&self) {
+        match self.state.transition_to_cancelled() {
+            TransitionToCancelled::DoNothing => {}
+            TransitionToCancelled::Submit => self.submit(),
+        }
+    }
+
+    /// The `JoinHandle` is dropped.
+    fn drop_join_handle(&self) {
+        match self.state.unset_join_interested() {
+            Err(now) => {
+                // Complete first: the output is ours to drop (invariant 3).
+                self.drop_output();
+                if !now.is_join_waker_set() {
+                    self.drop_join_waker();
+                }
+            }
+            Ok(now) => {
+                assert!(!now.is_join_waker_set());
+                self.drop_join_waker();
+            }
+        }
+        self.drop_ref();
+    }
+
+    /// Runs what is left in the queue, then checks the accounting: the task completed, and
+    /// its future, its output, its join waker (if `join_waker`) and the task itself were each
+    /// dropped exactly once.
+    fn finish(&self, join_waker: bool) {
+        while self.run_queued() {}
+        assert_eq!(
+            self.frees.load(Relaxed),
+            1,
+            "freed {} times",
+            self.frees.load(Relaxed)
+        );
+        assert_eq!(self.future_drops.load(Relaxed), 1, "future drops");
+        assert_eq!(
+            self.output_drops.load(Relaxed),
+            1,
+            "output drops: lost wakeup?"
+        );
+        assert_eq!(
+            self.join_waker_drops.load(Relaxed),
+            usize::from(join_waker),
+            "join waker drops"
+        );
+        assert!(self.join_wakes.load(Relaxed) <= 1);
+        assert_eq!(self.state.load().ref_count(), 0);
+    }
+}
+
+#[test]
+fn loom_wake_by_val_races_poll() {
+    // A waker (its own reference) fires while the task is polled for the first time: before
+    // the poll (the initial NOTIFIED absorbs it, and the poll sees the event), during it
+    // (the poller reschedules), or after it went idle (the waker submits).
+    model(None, || {
+        with_task(false, |task| {
+            task.state.ref_inc();
+            let waker = spawn(task, |task| task.wake_by_val());
+            task.run();
+            while task.run_queued() {}
+            waker.join().unwrap();
+            task.drop_join_handle();
+            task.finish(false);
+        });
+    });
+}
+
+#[test]
+fn loom_duplicate_wake_by_ref_is_ordered_before_the_poll() {
+    // As above, by reference: a wake that finds the task already notified still writes the
+    // state word, so the event it set is visible to the poll the queued Notified makes.
+    model(None, || {
+        with_task(false, |task| {
+            task.state.ref_inc();
+            let waker = spawn(task, |task| task.wake_by_ref_then_drop());
+            task.run();
+            while task.run_queued() {}
+            waker.join().unwrap();
+            task.drop_join_handle();
+            task.finish(false);
+        });
+    });
+}
+
+#[test]
+fn loom_wake_races_complete_and_handle_drop() {
+    // The task completes on its first poll while a waker fires and the JoinHandle is dropped:
+    // a wake never reschedules a task that completed, and whichever of the three drops the
+    // last reference frees the task, once.
+    model(THREE_THREAD_CAP, || {
+        with_task(true, |task| {
+            task.state.ref_inc();
+            let waker = spawn(task, |task| task.wake_by_val());
+            let poller = spawn(task, |task| task.run());
+            task.drop_join_handle();
+            waker.join().unwrap();
+            poller.join().unwrap();
+            assert_eq!(
+                task.submits.load(Relaxed),
+                0,
+                "rescheduled a completed task"
+            );
+            task.finish(false);
+        });
+    });
+}
+
+#[test]
+fn loom_abort_races_poll() {
+    // The JoinHandle aborts and drops itself while the task is polled (and stays Pending):
+    // the future is dropped exactly once, by the poller if the abort lands during the poll,
+    // else by the worker running the Notified the abort submitted.
+    model(None, || {
+        with_task(false, |task| {
+            let handle = spawn(task, |task| {
+                task.abort();
+                task.drop_join_handle();
+            });
+            task.run();
+            handle.join().unwrap();
+            task.finish(false);
+        });
+    });
+}
+
+#[test]
+fn loom_join_handle_drop_races_complete() {
+    // The JoinHandle lends a waker to the completer, then is dropped, while the task
+    // completes: the output is dropped once (by the handle if the task completed first, else
+    // by the completer) and so is the waker (by the handle unless the completer was reading
+    // it when the handle left).
+    model(None, || {
+        with_task(true, |task| {
+            let handle = spawn(task, |task| {
+                task.register_join_waker();
+                task.drop_join_handle();
+            });
+            task.run();
+            handle.join().unwrap();
+            task.finish(true);
+        });
+    });
+}
+
+#[test]
+fn loom_waker_clone_and_drop_race_complete() {
+    // A waker is cloned and both copies dropped while the task completes and its JoinHandle
+    // is dropped: three threads race for the last reference.
+    model(THREE_THREAD_CAP, || {
+        with_task(true, |task| {
+            task.state.ref_inc();
+            let waker = spawn(task, |task| {
+                task.state.ref_inc();
+                task.drop_ref();
+                task.drop_ref();
+            });
+            let poller = spawn(task, |task| task.run());
+            task.drop_join_handle();
+            waker.join().unwrap();
+            poller.join().unwrap();
+            task.finish(false);
+        });
+    });
+}
+
+#[test]
+fn loom_abort_races_wake_and_poll() {
+    // Abort, wake and poll at once: the task either completes normally or is cancelled, and
+    // its future and output are dropped once either way.
+    model(THREE_THREAD_CAP, || {
+        with_task(false, |task| {
+            task.state.ref_inc();
+            let waker = spawn(task, |task| task.wake_by_val());
+            let aborter = spawn(task, |task| task.abort());
+            task.run();
+            waker.join().unwrap();
+            aborter.join().unwrap();
+            task.drop_join_handle();
+            task.finish(false);
+        });
+    });
+}
+
+#[test]
+fn loom_shutdown_races_queued_notified() {
+    // The runtime shuts down (with its own reference) while a worker runs the task's queued
+    // Notified: exactly one of them drops the future, and the task is freed once.
+    model(None, || {
+        with_task(false, |task| {
+            task.state.ref_inc();
+            let runtime = spawn(task, |task| match task.state.transition_to_shutdown() {
+                TransitionToShutdown::Claimed => task.cancel(),
+                TransitionToShutdown::Busy => task.drop_ref(),
+            });
+            task.run();
+            runtime.join().unwrap();
+            task.drop_join_handle();
+            task.finish(false);
+        });
+    });
+}

@@ -1,0 +1,638 @@
+//! The task state word: one `AtomicUsize` holding six flags and a reference count.
+//!
+//! Every decision about a task (who polls it, who drops its future, who drops its output,
+//! who reads the `JoinHandle`'s waker, who frees the allocation) is made by a single
+//! read-modify-write of this word, so the modification order of one atomic settles every race.
+//! [`State`] holds the word, [`Snapshot`] is a `Copy` of it, and each `transition_to_*`
+//! method is one RMW (a compare-and-swap loop counts as one) returning a `#[must_use]` answer
+//! that tells the caller what it now owns.
+//!
+//! The design follows tokio's `runtime/task/state.rs` (the flag set, the `JOIN_WAKER`
+//! handshake, "notify and let a worker drop it" for aborts) and async-task's `state.rs` (a
+//! duplicate wake still writes the word, so it is ordered before the poll that answers it).
+//!
+//! # Words
+//!
+//! * The **stage** is the future, then its output (or the cancellation error), then nothing:
+//!   a cell in the task allocation (not in this file).
+//! * A **`Notified`** is the scheduler's handle to a task in a run queue; running it is
+//!   *polling*, and the thread polling holds the `Notified`'s reference for the whole poll
+//!   (it is *the poller*).
+//! * The **join waker** is the waker the `JoinHandle` leaves in the task for the completer.
+//!
+//! # Invariants
+//!
+//! 1. At most one `Notified` exists. One is made only when a transition reports `Submit` or
+//!    `OkNotified`, which happens only where `NOTIFIED` goes from clear to set on an idle task
+//!    (or stays set while `RUNNING` is cleared); while a `Notified` exists, `NOTIFIED` is set.
+//! 2. Only the holder of `RUNNING` touches the stage, with one exception: once `COMPLETE` is
+//!    set, the `JoinHandle` (while `JOIN_INTEREST` is set) takes the output. `RUNNING` is
+//!    set by [`State::transition_to_running`] (the poller) or
+//!    [`State::transition_to_shutdown`] (the runtime at shutdown), never both.
+//! 3. The output is dropped exactly once: the order of the completer's
+//!    [`State::transition_to_complete`] and the handle's [`State::unset_join_interested`]
+//!    decides who drops it. Complete first: the handle does; interest dropped first: the
+//!    completer does.
+//! 4. While `JOIN_WAKER` is clear the `JoinHandle` owns the join waker slot; while it is set
+//!    the slot is read-only, and after `COMPLETE` only the completer reads it, until it
+//!    clears `JOIN_WAKER` again with [`State::unset_waker_after_complete`].
+//! 5. Every reference is dropped exactly once, and the RMW that takes the count to zero is
+//!    the one whose caller frees the task. Transitions that drop a reference say so.
+//! 6. `COMPLETE` is never cleared; `CANCELLED` is never set once `COMPLETE` is.
+//!
+//! # Cancellation
+//!
+//! An abort from another thread ([`State::transition_to_cancelled`]) never drops the future
+//! in place: it sets `CANCELLED` and, if the task is idle, also `NOTIFIED`, handing a new
+//! `Notified` to the caller to submit. A worker then runs it, sees `CANCELLED`, and drops the
+//! future instead of polling it. The alternative, claiming `RUNNING` and dropping the future
+//! on the aborting thread, would run the future's destructor on whatever thread called
+//! `abort` (maybe inside another task's poll, maybe holding the caller's locks, maybe not a
+//! worker), and make the aborter a second kind of stage writer. With notify-and-drop, only
+//! pollers write the stage (invariant 2). Runtime shutdown is the exception: the runtime's
+//! own thread claims idle tasks in place ([`State::transition_to_shutdown`]), because no
+//! worker is left to run them.
+
+use std::fmt;
+
+use crate::sync::atomic::*;
+use crate::sync::AtomicUsize;
+
+/// Set while a thread has the exclusive right to touch the stage: a poller between
+/// [`State::transition_to_running`] and [`State::transition_to_idle`] or
+/// [`State::transition_to_complete`], or the runtime after [`State::transition_to_shutdown`].
+/// Never set together with `COMPLETE`, and never set by a thread that did not clear `NOTIFIED`
+/// or claim an idle task at shutdown.
+pub(crate) const RUNNING: usize = 1 << 0;
+
+/// Set when the task must be polled again. On an idle task it means a `Notified` exists
+/// (invariant 1); while `RUNNING` it means "woken during the poll: reschedule when it
+/// returns `Pending`". Set by a wake or an abort; cleared only when a poller starts. It may
+/// stay set on a complete task, where it means nothing: every transition checks `COMPLETE`
+/// first.
+pub(crate) const NOTIFIED: usize = 1 << 1;
+
+/// Set once the stage holds the output (or the cancellation error) and the future is gone.
+/// Set only by the holder of `RUNNING`, in the same RMW that clears it; never cleared.
+pub(crate) const COMPLETE: usize = 1 << 2;
+
+/// Set when the task is aborted (or the runtime shuts down): the next thread to hold
+/// `RUNNING` drops the future instead of polling it. Set at any time before `COMPLETE`,
+/// never after it; never cleared.
+pub(crate) const CANCELLED: usize = 1 << 3;
+
+/// Set while the `JoinHandle` exists and has not given up on the output. Set at creation;
+/// cleared once, by [`State::unset_join_interested`] when the handle is dropped; never set
+/// again. The completer drops the output itself if it finds this clear.
+pub(crate) const JOIN_INTEREST: usize = 1 << 4;
+
+/// Set while the join waker slot holds a waker the completer may read (invariant 4). Set by
+/// the `JoinHandle` only while `JOIN_INTEREST` is set and `COMPLETE` is not; cleared by the
+/// handle before `COMPLETE` or by the completer after it.
+pub(crate) const JOIN_WAKER: usize = 1 << 5;
+
+/// The bits below the reference count.
+pub(crate) const FLAG_MASK: usize = (1 << REF_COUNT_SHIFT) - 1;
+
+/// Where the reference count starts: every bit from here up counts references.
+pub(crate) const REF_COUNT_SHIFT: usize = 6;
+
+/// One reference.
+pub(crate) const REF_ONE: usize = 1 << REF_COUNT_SHIFT;
+
+/// The bits of the reference count.
+pub(crate) const REF_COUNT_MASK: usize = !FLAG_MASK;
+
+/// The largest count [`State::ref_inc`] accepts before aborting the process: it keeps the top
+/// bit of the word clear, like `Arc`'s `isize::MAX` limit. Reaching it takes leaking about
+/// 2^57 wakers on a 64-bit target (2^25 on a 32-bit one); aborting then is the only safe
+/// answer, since a wrapped count would free a task that is still referenced. Because the
+/// count sits in the high bits, even a wrap could never reach the flags: adding `REF_ONE`
+/// carries out of the top of the word, not into bit `REF_COUNT_SHIFT - 1`.
+pub(crate) const MAX_REFS: usize = (isize::MAX as usize) >> REF_COUNT_SHIFT;
+
+/// The state of a new task: two references (the `Notified` the spawner submits and the
+/// `JoinHandle` it returns), `JOIN_INTEREST` (the handle exists) and `NOTIFIED` (the task is
+/// about to be queued, so a wake before its first poll must not queue it twice). Nothing else
+/// holds a reference: the allocation lives as long as its `Notified` or poller, its handle and
+/// its wakers. A list of owned tasks, when the runtime gets one, will need a third.
+pub(crate) const INITIAL_STATE: usize = (2 * REF_ONE) | JOIN_INTEREST | NOTIFIED;
+
+/// A copy of the state word.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Snapshot(usize);
+
+impl Snapshot {
+    /// The raw word.
+    pub(crate) fn bits(self) -> usize {
+        self.0
+    }
+
+    pub(crate) fn is_running(self) -> bool {
+        self.0 & RUNNING != 0
+    }
+
+    pub(crate) fn is_notified(self) -> bool {
+        self.0 & NOTIFIED != 0
+    }
+
+    pub(crate) fn is_complete(self) -> bool {
+        self.0 & COMPLETE != 0
+    }
+
+    pub(crate) fn is_cancelled(self) -> bool {
+        self.0 & CANCELLED != 0
+    }
+
+    pub(crate) fn is_join_interested(self) -> bool {
+        self.0 & JOIN_INTEREST != 0
+    }
+
+    pub(crate) fn is_join_waker_set(self) -> bool {
+        self.0 & JOIN_WAKER != 0
+    }
+
+    /// Neither running nor complete: the future is in the stage, and nobody is polling it.
+    pub(crate) fn is_idle(self) -> bool {
+        self.0 & (RUNNING | COMPLETE) == 0
+    }
+
+    pub(crate) fn ref_count(self) -> usize {
+        (self.0 & REF_COUNT_MASK) >> REF_COUNT_SHIFT
+    }
+
+    fn ref_inc(&mut self) {
+        debug_assert!(self.ref_count() < MAX_REFS);
+        self.0 += REF_ONE;
+    }
+
+    fn ref_dec(&mut self) {
+        debug_assert!(self.ref_count() > 0, "reference count underflow");
+        self.0 -= REF_ONE;
+    }
+}
+
+impl fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("running", &self.is_running())
+            .field("notified", &self.is_notified())
+            .field("complete", &self.is_complete())
+            .field("cancelled", &self.is_cancelled())
+            .field("join_interested", &self.is_join_interested())
+            .field("join_waker", &self.is_join_waker_set())
+            .field("ref_count", &self.ref_count())
+            .finish()
+    }
+}
+
+/// What the holder of a `Notified` does after [`State::transition_to_running`].
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TransitionToRunning {
+    /// It holds `RUNNING`: poll the future.
+    Success,
+    /// It holds `RUNNING`, but the task was aborted: drop the future, store the cancellation
+    /// error, and complete.
+    Cancelled,
+    /// The runtime claimed the task at shutdown (it is running or complete): the `Notified`'s
+    /// reference was dropped; do nothing more.
+    Failed,
+    /// As `Failed`, and that was the last reference: free the task.
+    Dealloc,
+}
+
+/// What the poller does after a `Pending` poll and [`State::transition_to_idle`].
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TransitionToIdle {
+    /// Idle; the poller's reference was dropped. Do nothing more.
+    Ok,
+    /// Woken during the poll: idle and notified, and the poller's reference now belongs to a
+    /// new `Notified`, which the poller must submit.
+    OkNotified,
+    /// Idle, and the poller's reference was the last one (no handle, no waker): free the task,
+    /// which drops the future.
+    OkDealloc,
+    /// Aborted during the poll: nothing changed, the poller still holds `RUNNING` and its
+    /// reference. Drop the future, store the cancellation error, and complete.
+    Cancelled,
+}
+
+/// What a waker consumed by `wake` does after [`State::transition_to_notified_by_val`].
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TransitionToNotifiedByVal {
+    /// Nothing: the task is running (it will be rescheduled), already notified, or complete.
+    /// The waker's reference was dropped.
+    DoNothing,
+    /// The waker's reference now belongs to a new `Notified`: submit it.
+    Submit,
+    /// The task is complete and the waker's reference was the last one: free the task.
+    Dealloc,
+}
+
+/// What a waker woken by reference does after [`State::transition_to_notified_by_ref`].
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TransitionToNotifiedByRef {
+    /// Nothing: the task is running, already notified, or complete.
+    DoNothing,
+    /// A new reference was taken for a new `Notified`: submit it.
+    Submit,
+}
+
+/// What an aborting thread does after [`State::transition_to_cancelled`].
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TransitionToCancelled {
+    /// Nothing: already complete or cancelled, or the poller or a queued `Notified` will act
+    /// on `CANCELLED`.
+    DoNothing,
+    /// The task was idle: a new reference was taken for a new `Notified`; submit it so that a
+    /// worker drops the future.
+    Submit,
+}
+
+/// What the runtime does with a task after [`State::transition_to_shutdown`].
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TransitionToShutdown {
+    /// The task was idle and the caller now holds `RUNNING`: drop the future, store the
+    /// cancellation error and complete, on this thread.
+    Claimed,
+    /// The task is running (its poller will see `CANCELLED`) or complete: nothing to do.
+    Busy,
+}
+
+/// The state word of one task.
+pub(crate) struct State {
+    val: AtomicUsize,
+}
+
+impl State {
+    /// The state of a new task (see [`INITIAL_STATE`]): two references, notified, with a
+    /// `JoinHandle`.
+    pub(crate) fn new() -> State {
+        State {
+            val: AtomicUsize::new(INITIAL_STATE),
+        }
+    }
+
+    /// A snapshot of the word.
+    pub(crate) fn load(&self) -> Snapshot {
+        // Acquire: pairs with the Release in `transition_to_complete`, so a `JoinHandle` that
+        // sees `COMPLETE` here may read the output.
+        Snapshot(self.val.load(Acquire))
+    }
+
+    /// Runs one compare-and-swap loop: `f` decides, from the current value, an outcome and
+    /// optionally a new value, which is then written; `f` runs again if the word changed
+    /// meanwhile. Returns the outcome and the value written (or, if none, the value `f`
+    /// decided on). Each caller states which halves of the orderings it needs and why.
+    fn fetch_update<T>(
+        &self,
+        mut f: impl FnMut(Snapshot) -> (T, Option<Snapshot>),
+    ) -> (T, Snapshot) {
+        // Acquire, on this load and on a failed CAS: an outcome decided without writing (a
+        // wake or an abort that finds the task complete, a handle that finds the output
+        // ready) may be followed by reads of what the writer of that value published; pairs
+        // with the Release half of the transition that wrote it (`transition_to_complete`).
+        let mut current = Snapshot(self.val.load(Acquire));
+        loop {
+            let (outcome, next) = f(current);
+            let Some(next) = next else {
+                return (outcome, current);
+            };
+            // AcqRel on success: see each caller. (One ordering for all keeps the facade
+            // free of the `Ordering` type; on x86 every RMW is AcqRel anyway.)
+            match self
+                .val
+                .compare_exchange_weak(current.0, next.0, AcqRel, Acquire)
+            {
+                Ok(_) => return (outcome, next),
+                Err(actual) => current = Snapshot(actual),
+            }
+        }
+    }
+
+    /// The holder of a `Notified` claims the task to poll it: clears `NOTIFIED` and sets
+    /// `RUNNING`. If the task was aborted, reports [`TransitionToRunning::Cancelled`] (still
+    /// claimed) so that the future is dropped rather than polled. If the runtime claimed it at
+    /// shutdown, drops the `Notified`'s reference instead.
+    pub(crate) fn transition_to_running(&self) -> TransitionToRunning {
+        // AcqRel: Acquire pairs with the Release of `transition_to_idle` (the previous poll's
+        // writes to the future) and of the wake or abort that set `NOTIFIED` (what the waker
+        // wrote first); Release matters for `Failed`, which drops a reference (pairs with the
+        // Acquire of whichever RMW drops the last one).
+        self.fetch_update(|mut s| {
+            debug_assert!(
+                s.is_notified(),
+                "a Notified exists only while NOTIFIED is set"
+            );
+            if !s.is_idle() {
+                s.ref_dec();
+                let outcome = if s.ref_count() == 0 {
+                    TransitionToRunning::Dealloc
+                } else {
+                    TransitionToRunning::Failed
+                };
+                return (outcome, Some(s));
+            }
+            let outcome = if s.is_cancelled() {
+                TransitionToRunning::Cancelled
+            } else {
+                TransitionToRunning::Success
+            };
+            s.0 = (s.0 & !NOTIFIED) | RUNNING;
+            (outcome, Some(s))
+        })
+        .0
+    }
+
+    /// The poller gives the task up after a `Pending` poll: clears `RUNNING`, and hands its
+    /// reference to a new `Notified` if the task was woken meanwhile, or drops it otherwise.
+    /// If the task was aborted during the poll, changes nothing and reports
+    /// [`TransitionToIdle::Cancelled`].
+    pub(crate) fn transition_to_idle(&self) -> TransitionToIdle {
+        // AcqRel: Release publishes this poll's writes to the future to the next
+        // `transition_to_running` (or to the thread that frees the task); Acquire pairs with
+        // the Release of the wake that set `NOTIFIED` and, for `OkDealloc`, of every other
+        // reference drop.
+        self.fetch_update(|mut s| {
+            debug_assert!(s.is_running() && !s.is_complete());
+            if s.is_cancelled() {
+                return (TransitionToIdle::Cancelled, None);
+            }
+            s.0 &= !RUNNING;
+            if s.is_notified() {
+                // The poller's reference moves to the new Notified: the count is unchanged.
+                return (TransitionToIdle::OkNotified, Some(s));
+            }
+            s.ref_dec();
+            let outcome = if s.ref_count() == 0 {
+                TransitionToIdle::OkDealloc
+            } else {
+                TransitionToIdle::Ok
+            };
+            (outcome, Some(s))
+        })
+        .0
+    }
+
+    /// The holder of `RUNNING`, having stored the output (or the cancellation error), marks
+    /// the task complete: clears `RUNNING`, sets `COMPLETE`. Returns the new state: without
+    /// `JOIN_INTEREST` the caller must drop the output itself; with `JOIN_WAKER` it must wake
+    /// the join waker and then call [`State::unset_waker_after_complete`]. The caller keeps
+    /// its reference, and drops it with [`State::ref_dec`] once done.
+    #[must_use]
+    pub(crate) fn transition_to_complete(&self) -> Snapshot {
+        // AcqRel: Release publishes the output written before completion to the `JoinHandle`
+        // (pairs with the Acquire in `load`, `unset_join_interested`, `set_join_waker`);
+        // Acquire pairs with the Release in `set_join_waker`, so the caller may read the join
+        // waker.
+        let prev = Snapshot(self.val.fetch_xor(RUNNING | COMPLETE, AcqRel));
+        debug_assert!(prev.is_running() && !prev.is_complete());
+        Snapshot(prev.0 ^ (RUNNING | COMPLETE))
+    }
+
+    /// A waker consumed by `wake`: sets `NOTIFIED` and hands its reference to a new `Notified`
+    /// if the task is idle and not notified; otherwise just drops its reference (setting
+    /// `NOTIFIED` first if the task is running, so the poller reschedules it). Waking a
+    /// complete task does nothing but drop the reference.
+    pub(crate) fn transition_to_notified_by_val(&self) -> TransitionToNotifiedByVal {
+        // AcqRel: Release makes what the waker wrote before waking visible to the poll that
+        // answers the wake (pairs with the Acquire in `transition_to_running` and
+        // `transition_to_idle`), and orders its accesses before the task is freed; Acquire
+        // pairs with every other reference drop, for `Dealloc`.
+        self.fetch_update(|mut s| {
+            if s.is_running() {
+                // The poller holds a reference, so this cannot be the last one.
+                s.0 |= NOTIFIED;
+                s.ref_dec();
+                debug_assert!(s.ref_count() > 0);
+                (TransitionToNotifiedByVal::DoNothing, Some(s))
+            } else if s.is_complete() || s.is_notified() {
+                s.ref_dec();
+                let outcome = if s.ref_count() == 0 {
+                    TransitionToNotifiedByVal::Dealloc
+                } else {
+                    TransitionToNotifiedByVal::DoNothing
+                };
+                (outcome, Some(s))
+            } else {
+                // Idle: the waker's reference moves to the new Notified.
+                s.0 |= NOTIFIED;
+                (TransitionToNotifiedByVal::Submit, Some(s))
+            }
+        })
+        .0
+    }
+
+    /// A waker woken by reference: as [`State::transition_to_notified_by_val`], but the waker
+    /// keeps its reference, so `Submit` takes a new one for the `Notified`.
+    pub(crate) fn transition_to_notified_by_ref(&self) -> TransitionToNotifiedByRef {
+        // AcqRel (the Release half is the one needed): as in `transition_to_notified_by_val`,
+        // what the waker wrote before waking is visible to the poll that answers it. A
+        // duplicate wake (already notified, or running) still writes the word, unchanged, so
+        // that it joins the release sequence read by that poll's `transition_to_running` or
+        // `transition_to_idle` (async-task does the same).
+        self.fetch_update(|mut s| {
+            if s.is_complete() {
+                (TransitionToNotifiedByRef::DoNothing, None)
+            } else if s.is_running() || s.is_notified() {
+                s.0 |= NOTIFIED;
+                (TransitionToNotifiedByRef::DoNothing, Some(s))
+            } else {
+                s.0 |= NOTIFIED;
+                s.ref_inc();
+                (TransitionToNotifiedByRef::Submit, Some(s))
+            }
+        })
+        .0
+    }
+
+    /// Aborts the task (a `JoinHandle` or abort handle, which holds a reference): sets
+    /// `CANCELLED`, and if the task is idle and not notified also sets `NOTIFIED` and takes a
+    /// reference for a new `Notified`, which the caller submits so that a worker drops the
+    /// future (see "Cancellation" in the module docs). Aborting a complete or already
+    /// cancelled task does nothing.
+    pub(crate) fn transition_to_cancelled(&self) -> TransitionToCancelled {
+        // AcqRel (the Release half is the one needed): the decisions need only this word's
+        // modification order; Release makes an abort behave like a wake, so what the aborter
+        // wrote before aborting is visible to the thread that drops the future (pairs with
+        // the Acquire in `transition_to_running` / `transition_to_idle`).
+        self.fetch_update(|mut s| {
+            if s.is_complete() || s.is_cancelled() {
+                return (TransitionToCancelled::DoNothing, None);
+            }
+            s.0 |= CANCELLED;
+            if s.is_running() || s.is_notified() {
+                // The poller sees CANCELLED in `transition_to_idle`, or the queued Notified in
+                // `transition_to_running`.
+                return (TransitionToCancelled::DoNothing, Some(s));
+            }
+            s.0 |= NOTIFIED;
+            s.ref_inc();
+            (TransitionToCancelled::Submit, Some(s))
+        })
+        .0
+    }
+
+    /// The runtime, shutting down, cancels a task it holds a reference to: sets `CANCELLED`
+    /// and, if the task is idle, claims `RUNNING` so that the caller drops the future in place
+    /// (no worker is left to run a `Notified`). A `Notified` still queued then fails in
+    /// [`State::transition_to_running`]. A complete task is left alone.
+    pub(crate) fn transition_to_shutdown(&self) -> TransitionToShutdown {
+        // AcqRel: Acquire pairs with the Release of `transition_to_idle`, so the caller sees
+        // the last poll's writes to the future it drops; Release as in
+        // `transition_to_cancelled`.
+        self.fetch_update(|mut s| {
+            if s.is_complete() {
+                return (TransitionToShutdown::Busy, None);
+            }
+            s.0 |= CANCELLED;
+            if s.is_running() {
+                return (TransitionToShutdown::Busy, Some(s));
+            }
+            s.0 |= RUNNING;
+            (TransitionToShutdown::Claimed, Some(s))
+        })
+        .0
+    }
+
+    /// The `JoinHandle` is dropped: clears `JOIN_INTEREST`, and also `JOIN_WAKER` if the task
+    /// is not complete. Returns `Err` if the task is complete, in which case the handle must
+    /// drop the output itself (invariant 3); `Ok` if the completer will. In both cases the
+    /// returned new state says who drops the join waker: the handle if `JOIN_WAKER` is clear
+    /// (it owns the slot again), the completer otherwise (it is reading it now). The handle
+    /// then drops its reference with [`State::ref_dec`].
+    pub(crate) fn unset_join_interested(&self) -> Result<Snapshot, Snapshot> {
+        // AcqRel: Acquire pairs with the Release in `transition_to_complete`, so an `Err`
+        // handle may drop the output; Release orders the handle's last reads of the join
+        // waker before the completer drops it (pairs with the Acquire in
+        // `unset_waker_after_complete`).
+        let (complete, next) = self.fetch_update(|mut s| {
+            debug_assert!(s.is_join_interested());
+            s.0 &= !JOIN_INTEREST;
+            if !s.is_complete() {
+                s.0 &= !JOIN_WAKER;
+            }
+            (s.is_complete(), Some(s))
+        });
+        if complete {
+            Err(next)
+        } else {
+            Ok(next)
+        }
+    }
+
+    /// The `JoinHandle`, having written a waker into the empty join waker slot, lends it to
+    /// the completer: sets `JOIN_WAKER`. Fails with the current state, leaving it unchanged
+    /// and the slot the handle's, if the task is already complete: the handle then reads the
+    /// output instead of waiting.
+    pub(crate) fn set_join_waker(&self) -> Result<Snapshot, Snapshot> {
+        // AcqRel: Release publishes the waker written into the slot to the completer (pairs
+        // with the Acquire in `transition_to_complete`). On failure, the Acquire of the load
+        // in `fetch_update` pairs with `transition_to_complete`'s Release for the output.
+        let (ok, next) = self.fetch_update(|mut s| {
+            debug_assert!(s.is_join_interested() && !s.is_join_waker_set());
+            if s.is_complete() {
+                return (false, None);
+            }
+            s.0 |= JOIN_WAKER;
+            (true, Some(s))
+        });
+        if ok {
+            Ok(next)
+        } else {
+            Err(next)
+        }
+    }
+
+    /// The `JoinHandle` takes the join waker slot back to store a different waker: clears
+    /// `JOIN_WAKER`. Fails with the current state, leaving it unchanged, if the task is
+    /// complete: the completer may be reading the waker, and the handle reads the output.
+    pub(crate) fn unset_waker(&self) -> Result<Snapshot, Snapshot> {
+        // AcqRel, though neither half is needed on success: the completer reads the slot only
+        // after a `COMPLETE` that follows this RMW, and then sees `JOIN_WAKER` clear or set
+        // again by `set_join_waker`, whose Release publishes the new waker; nobody reads the
+        // old waker after this. On failure, the Acquire load in `fetch_update` pairs with
+        // `transition_to_complete`'s Release for the output.
+        let (ok, next) = self.fetch_update(|mut s| {
+            debug_assert!(s.is_join_interested() && s.is_join_waker_set());
+            if s.is_complete() {
+                return (false, None);
+            }
+            s.0 &= !JOIN_WAKER;
+            (true, Some(s))
+        });
+        if ok {
+            Ok(next)
+        } else {
+            Err(next)
+        }
+    }
+
+    /// The completer has woken the join waker: clears `JOIN_WAKER`, giving the slot back.
+    /// Returns the new state: without `JOIN_INTEREST` (the handle was dropped meanwhile) the
+    /// completer must drop the waker itself.
+    #[must_use]
+    pub(crate) fn unset_waker_after_complete(&self) -> Snapshot {
+        // AcqRel: Release orders the completer's read of the waker before the handle reuses
+        // or drops the slot (pairs with the Acquire in `load` and `unset_join_interested`);
+        // Acquire pairs with the Release in `unset_join_interested`, for dropping the waker.
+        let prev = Snapshot(self.val.fetch_and(!JOIN_WAKER, AcqRel));
+        debug_assert!(prev.is_complete() && prev.is_join_waker_set());
+        Snapshot(prev.0 & !JOIN_WAKER)
+    }
+
+    /// Takes one more reference (a waker is cloned). The caller holds one already.
+    ///
+    /// Aborts the process if the count reaches [`MAX_REFS`], as `Arc::clone` does: only a
+    /// program leaking references by the billions gets there.
+    pub(crate) fn ref_inc(&self) {
+        // Relaxed: a reference is made from one the caller holds, so the task is alive and
+        // nothing needs publishing (as in `Arc::clone`).
+        let prev = Snapshot(self.val.fetch_add(REF_ONE, Relaxed));
+        if prev.ref_count() >= MAX_REFS {
+            std::process::abort();
+        }
+    }
+
+    /// Drops one reference. Returns whether it was the last, in which case the caller must
+    /// free the task.
+    #[must_use]
+    pub(crate) fn ref_dec(&self) -> bool {
+        // Release: orders this holder's accesses to the task before it is freed (pairs with
+        // the Acquire fence below, run by whichever drop is the last).
+        let prev = Snapshot(self.val.fetch_sub(REF_ONE, Release));
+        debug_assert!(prev.ref_count() > 0, "reference count underflow");
+        if prev.ref_count() != 1 {
+            return false;
+        }
+        // Acquire: pairs with the Release of every other reference drop, so freeing the task
+        // happens after all their accesses (as in `Arc::drop`).
+        fence(Acquire);
+        true
+    }
+}
+
+impl fmt::Debug for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Relaxed: a diagnostic read, ordered with nothing.
+        f.debug_tuple("State")
+            .field(&Snapshot(self.val.load(Relaxed)))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+impl State {
+    /// A state word holding `bits`, for tests that start from an arbitrary state.
+    pub(crate) fn from_bits(bits: usize) -> State {
+        State {
+            val: AtomicUsize::new(bits),
+        }
+    }
+}
