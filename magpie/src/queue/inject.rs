@@ -55,6 +55,26 @@ impl<T> Inject<T> {
         Ok(())
     }
 
+    /// Appends every item of `items`, in order, under one lock (a worker's overflow moves half
+    /// its ring at once). If the queue is closed, gives the iterator back untouched, as `push`
+    /// gives back its item (invariant 2).
+    ///
+    /// `items` is consumed while the lock is held, so it should be cheap to advance.
+    pub(crate) fn push_batch<I>(&self, items: I) -> Result<(), I::IntoIter>
+    where
+        I: IntoIterator<Item = T>,
+    {
+        let items = items.into_iter();
+        let mut synced = lock(&self.synced);
+        if synced.closed {
+            return Err(items);
+        }
+        synced.queue.extend(items);
+        // Release: as in `push`; pairs with the Acquire load in `len`.
+        self.len.store(synced.queue.len(), Release);
+        Ok(())
+    }
+
     /// Takes the oldest item.
     pub(crate) fn pop(&self) -> Option<T> {
         if self.is_empty() {
@@ -119,6 +139,30 @@ mod tests {
         assert_eq!(batch, vec![1, 2, 3]);
         assert_eq!(q.len(), 1);
         assert_eq!(q.pop(), Some(4));
+        assert!(q.is_empty());
+        assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn push_batch_appends_in_order_under_one_lock() {
+        let q = Inject::new();
+        q.push(0).unwrap();
+        q.push_batch(1..4).unwrap();
+        q.push_batch(std::iter::empty()).unwrap();
+        assert_eq!(q.len(), 4);
+        let mut all = Vec::new();
+        assert_eq!(q.pop_batch(10, &mut all), 4);
+        assert_eq!(all, vec![0, 1, 2, 3]);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn closed_queue_gives_a_batch_back_untouched() {
+        let q = Inject::new();
+        q.push(1).unwrap();
+        assert_eq!(q.close(), vec![1]);
+        let refused = q.push_batch(vec![2, 3, 4]).unwrap_err();
+        assert_eq!(refused.collect::<Vec<_>>(), vec![2, 3, 4]);
         assert!(q.is_empty());
         assert_eq!(q.pop(), None);
     }

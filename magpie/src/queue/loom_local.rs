@@ -1,0 +1,242 @@
+//! Loom models of the task ring's races.
+//!
+//! Under loom the ring has 4 slots (`CAPACITY`), so a steal takes at most 2 and an overflow
+//! moves 2 plus the new item. Every thief steals into a ring of its own and drains it, as a
+//! worker would.
+//!
+//! Every model checks exactly-once delivery: each item pushed is taken by at most one `pop`,
+//! steal or overflow, every pointer taken is one that was pushed (and points at the right
+//! value), and nothing is lost once the owner drains the ring and the inject queue. Items
+//! are leaked boxes; the test keeps its own list of them and frees them from that list at the
+//! end, never from what the ring returned, so a duplicated item shows as a failed assertion
+//! rather than a double free.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" cargo test -p magpie --lib --release loom_local`.
+//! Each model is exhaustive unless `LOOM_MAX_PREEMPTIONS` sets a preemption bound.
+
+use std::ptr::NonNull;
+
+use loom::thread;
+
+use super::inject::Inject;
+use super::local::{self, Local, Steal};
+
+/// Checks `f` under loom, exploring every interleaving unless `LOOM_MAX_PREEMPTIONS` sets a
+/// bound. The rings are tiny, so even the three-thread models are exhaustive in about a
+/// second each (all five took 3 s in release; 0.1 s at the CI bound of 3).
+fn model<F>(f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    // `Builder::new` reads `LOOM_MAX_PREEMPTIONS`; no bound of our own otherwise.
+    loom::model::Builder::new().check(f);
+}
+
+/// The items of one model run: leaked boxes holding their own index.
+struct Items {
+    ptrs: Vec<NonNull<usize>>,
+}
+
+impl Items {
+    fn new(n: usize) -> Items {
+        Items {
+            ptrs: (0..n)
+                .map(|i| NonNull::from(Box::leak(Box::new(i))))
+                .collect(),
+        }
+    }
+
+    fn get(&self, i: usize) -> NonNull<usize> {
+        self.ptrs[i]
+    }
+
+    /// The index of the item at address `addr`, after checking it is one of ours and holds
+    /// that index.
+    fn index_of(&self, addr: usize) -> usize {
+        let i = self
+            .ptrs
+            .iter()
+            .position(|p| p.as_ptr() as usize == addr)
+            .unwrap_or_else(|| panic!("took a pointer that was never pushed: {addr:#x}"));
+        // SAFETY: `ptrs[i]` is a live box of ours (freed only in `Drop`).
+        let value = unsafe { *self.ptrs[i].as_ptr() };
+        assert_eq!(value, i, "item {i} holds the wrong value");
+        i
+    }
+
+    /// Checks that `taken` (addresses) holds every item exactly once.
+    fn check_all(&self, taken: &[usize]) {
+        let mut indices: Vec<usize> = taken.iter().map(|&a| self.index_of(a)).collect();
+        indices.sort_unstable();
+        assert_eq!(
+            indices,
+            (0..self.ptrs.len()).collect::<Vec<_>>(),
+            "an item was lost or taken twice: {taken:x?}"
+        );
+    }
+}
+
+impl Drop for Items {
+    fn drop(&mut self) {
+        for p in &self.ptrs {
+            // SAFETY: each pointer came from `Box::leak` in `Items::new` and is freed only
+            // here; the ring never frees items.
+            drop(unsafe { Box::from_raw(p.as_ptr()) });
+        }
+    }
+}
+
+/// An item's address, which (unlike `NonNull`) can leave a thread.
+fn addr(item: NonNull<usize>) -> usize {
+    item.as_ptr() as usize
+}
+
+/// Pops until empty, appending the addresses to `taken`.
+fn drain(local: &Local<usize>, taken: &mut Vec<usize>) {
+    while let Some(item) = local.pop() {
+        taken.push(addr(item));
+    }
+}
+
+/// Empties the inject queue, appending the addresses to `taken`.
+fn drain_inject(inject: &Inject<NonNull<usize>>, taken: &mut Vec<usize>) {
+    while let Some(item) = inject.pop() {
+        taken.push(addr(item));
+    }
+}
+
+/// A thief: one steal into a fresh ring of its own, which it then drains. Returns the
+/// addresses it took, the directly returned item first.
+fn spawn_thief(steal: Steal<usize>) -> thread::JoinHandle<Vec<usize>> {
+    thread::spawn(move || {
+        let (own, _) = local::local();
+        let mut taken: Vec<usize> = steal.steal_into(&own).map(addr).into_iter().collect();
+        drain(&own, &mut taken);
+        taken
+    })
+}
+
+#[test]
+fn loom_steal_half_races_push() {
+    // Every item is pushed while the thief runs, so whatever it claims was published only by
+    // the Release store of `tail` (invariant 4).
+    model(|| {
+        let items = Items::new(4);
+        let inject = Inject::new();
+        let (local, steal) = local::local();
+        let thief = spawn_thief(steal);
+
+        // The ring never holds more than its 4 slots, so nothing overflows.
+        for i in 0..4 {
+            local.push_back(items.get(i), &inject);
+        }
+
+        let stolen = thief.join().unwrap();
+        // The thief claims from the head: whatever it got is a prefix of push order.
+        let mut indices: Vec<usize> = stolen.iter().map(|&a| items.index_of(a)).collect();
+        indices.sort_unstable();
+        assert_eq!(
+            indices,
+            (0..stolen.len()).collect::<Vec<_>>(),
+            "stole out of order"
+        );
+        assert!(inject.is_empty(), "overflowed a ring that was never full");
+        let mut taken = stolen;
+        drain(&local, &mut taken);
+        items.check_all(&taken);
+    });
+}
+
+#[test]
+fn loom_steal_half_races_pop() {
+    // The owner pushes and pops while the thief runs: a thief that sees a pop's new `real`
+    // must also see the pushes before it, or it would claim slots past `tail`. Indices start
+    // just short of `u32::MAX`, so the claim, the pops and the release all cross the
+    // wrap-around (invariant 5).
+    model(|| {
+        let items = Items::new(3);
+        let inject = Inject::new();
+        let (local, steal) = local::local_starting_at(u32::MAX - 1);
+        local.push_back(items.get(0), &inject);
+        let thief = spawn_thief(steal);
+
+        // Our pops must skip a claimed batch, and the thief's release CAS must survive them.
+        let mut taken: Vec<usize> = Vec::new();
+        local.push_back(items.get(1), &inject);
+        local.push_back(items.get(2), &inject);
+        taken.extend(local.pop().map(addr));
+        taken.extend(local.pop().map(addr));
+
+        taken.extend(thief.join().unwrap());
+        drain(&local, &mut taken);
+        items.check_all(&taken);
+    });
+}
+
+#[test]
+fn loom_two_thieves_and_owner() {
+    model(|| {
+        let items = Items::new(4);
+        let inject = Inject::new();
+        let (local, steal) = local::local();
+        for i in 0..4 {
+            local.push_back(items.get(i), &inject);
+        }
+        let thieves = [spawn_thief(steal.clone()), spawn_thief(steal)];
+
+        let mut taken: Vec<usize> = local.pop().map(addr).into_iter().collect();
+        for thief in thieves {
+            taken.extend(thief.join().unwrap());
+        }
+        drain(&local, &mut taken);
+        items.check_all(&taken);
+    });
+}
+
+#[test]
+fn loom_overflow_races_steal() {
+    // The ring is full when the thief starts. The fifth push overflows (the oldest 2 and the
+    // new item to `inject`), or finds a slot the thief released, or finds the thief copying
+    // and sends the new item alone; the sixth then does whichever fits.
+    model(|| {
+        let items = Items::new(6);
+        let inject = Inject::new();
+        let (local, steal) = local::local();
+        for i in 0..4 {
+            local.push_back(items.get(i), &inject);
+        }
+        let thief = spawn_thief(steal);
+
+        local.push_back(items.get(4), &inject);
+        local.push_back(items.get(5), &inject);
+
+        let mut taken = thief.join().unwrap();
+        drain(&local, &mut taken);
+        drain_inject(&inject, &mut taken);
+        items.check_all(&taken);
+    });
+}
+
+#[test]
+fn loom_steal_into_a_ring_being_stolen_from() {
+    // A thief's own ring is a victim too: a second thief steals from it while the first
+    // copies a batch in. The copied slots are published by the Release store of the first
+    // thief's `tail`, exactly as the owner's pushes are (invariant 1).
+    model(|| {
+        let items = Items::new(4);
+        let inject = Inject::new();
+        let (victim, steal) = local::local();
+        for i in 0..4 {
+            victim.push_back(items.get(i), &inject);
+        }
+        let (middle, middle_steal) = local::local::<usize>();
+        let second = spawn_thief(middle_steal);
+
+        // Both items of the batch: one returned, one left in `middle` for the second thief.
+        let mut taken: Vec<usize> = steal.steal_into(&middle).map(addr).into_iter().collect();
+        drain(&middle, &mut taken);
+        taken.extend(second.join().unwrap());
+        drain(&victim, &mut taken);
+        items.check_all(&taken);
+    });
+}
