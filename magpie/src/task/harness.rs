@@ -1,0 +1,278 @@
+//! The typed side of a task's life: polling it, cancelling it, completing it, and the
+//! `JoinHandle`'s reads of it, each following the answers of `state.rs`'s transitions.
+//!
+//! A [`Harness`] is a `Cell<F, S>` pointer whose holder has one of the task's references
+//! (raw.rs invariant 2). Every method consumes the harness; those that end with the caller's
+//! reference dropped may free the task, after which nothing touches it.
+//!
+//! # Panics
+//!
+//! User code runs in four places here: the future's `poll`, the future's destructor, the
+//! output's destructor, and the join waker (`wake_by_ref`, and its destructor). Each runs
+//! under `catch_unwind`, so that a panic never skips a state transition (which would hang the
+//! `JoinHandle` or leak the task). What becomes of a payload:
+//!
+//! * a panic in `poll` is the task's result, `JoinError::Panic`;
+//! * a panic while dropping the future, after `poll` returned `Ready` or panicked, is
+//!   discarded: the task has a result already (the output, or the first panic);
+//! * a panic while dropping the future of a cancelled task replaces `JoinError::Cancelled`
+//!   with `JoinError::Panic`, as tokio does: it is the only thing the task did;
+//! * panics in the output's destructor and in the join waker are discarded: nobody waits for
+//!   them (the handle is gone, or is the one being woken).
+//!
+//! The future is dropped exactly once, in place, before `transition_to_complete` makes the
+//! result visible to the handle (DESIGN.md "Tasks").
+
+use std::future::Future;
+use std::ptr::NonNull;
+use std::task::{Context, Poll, Waker};
+
+use super::error::JoinError;
+use super::notified::Schedule;
+use super::raw::{drop_payload, Cell, Core, RawTask, Trailer};
+use super::state::{State, TransitionToIdle, TransitionToRunning, TransitionToShutdown};
+use super::waker::waker_ref;
+use crate::util::unwind::{halt_unwinding, Payload};
+
+/// A typed pointer to a task whose holder has one of its references.
+pub(crate) struct Harness<F: Future, S: 'static> {
+    cell: NonNull<Cell<F, S>>,
+}
+
+impl<F, S> Harness<F, S>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    /// # Safety
+    ///
+    /// `cell` is a live task (raw.rs invariant 1) and the caller holds one of its references
+    /// until it calls a method that says the reference is consumed (raw.rs invariant 2).
+    pub(crate) unsafe fn from_cell(cell: NonNull<Cell<F, S>>) -> Harness<F, S> {
+        Harness { cell }
+    }
+
+    fn raw(&self) -> RawTask {
+        RawTask::from_cell(self.cell)
+    }
+
+    fn state(&self) -> &State {
+        // SAFETY: raw.rs invariant 2: the harness's holder keeps the cell alive.
+        unsafe { &self.cell.as_ref().header.state }
+    }
+
+    fn core(&self) -> &Core<F, S> {
+        // SAFETY: as in `state`; the core is only ever shared (its stage is an UnsafeCell).
+        unsafe { &self.cell.as_ref().core }
+    }
+
+    fn trailer(&self) -> &Trailer {
+        // SAFETY: as in `core`.
+        unsafe { &self.cell.as_ref().trailer }
+    }
+
+    /// Frees the task.
+    fn dealloc(self) {
+        // SAFETY: every caller calls this right after an RMW that answered "last reference"
+        // (state.rs invariant 5).
+        unsafe { self.raw().dealloc() }
+    }
+
+    /// Drops this holder's reference, freeing the task if it was the last.
+    fn drop_reference(self) {
+        if self.state().ref_dec() {
+            self.dealloc();
+        }
+    }
+
+    /// Runs the task once for the holder of its `Notified`, consuming the `Notified`'s
+    /// reference.
+    pub(crate) fn poll(self) {
+        match self.state().transition_to_running() {
+            TransitionToRunning::Success => self.poll_future(),
+            TransitionToRunning::Cancelled => self.cancel(),
+            TransitionToRunning::Failed => {}
+            TransitionToRunning::Dealloc => self.dealloc(),
+        }
+    }
+
+    /// Polls the future once; this thread holds `RUNNING` and the `Notified`'s reference.
+    fn poll_future(self) {
+        let polled = {
+            // SAFETY: the poller's reference outlives the waker (it is dropped at the end of
+            // this block, before any transition below gives that reference up); the waker's
+            // clones take references of their own.
+            let waker = unsafe { waker_ref(self.raw()) };
+            let mut cx = Context::from_waker(&waker);
+            halt_unwinding(|| {
+                // SAFETY: state.rs invariant 2: `transition_to_running` answered `Success`,
+                // so this thread holds RUNNING and the stage holds the future.
+                unsafe { self.core().poll(&mut cx) }
+            })
+        };
+        match polled {
+            Ok(Poll::Pending) => match self.state().transition_to_idle() {
+                TransitionToIdle::Ok => {}
+                TransitionToIdle::OkNotified => {
+                    // SAFETY: state.rs invariant 1: the poller's reference now belongs to a
+                    // new Notified, with NOTIFIED set.
+                    unsafe { self.raw().schedule() }
+                }
+                TransitionToIdle::OkDealloc => self.dealloc(),
+                TransitionToIdle::Cancelled => self.cancel(),
+            },
+            Ok(Poll::Ready(output)) => {
+                // The output is the result; a panic from the future's destructor is not.
+                if let Err(payload) = self.drop_future() {
+                    drop_payload(payload);
+                }
+                self.complete(Ok(output));
+            }
+            Err(payload) => {
+                if let Err(second) = self.drop_future() {
+                    drop_payload(second);
+                }
+                self.complete(Err(JoinError::panic(payload)));
+            }
+        }
+    }
+
+    /// Drops the future of an aborted task (this thread holds `RUNNING`) and completes it.
+    fn cancel(self) {
+        let error = match self.drop_future() {
+            Ok(()) => JoinError::cancelled(),
+            Err(payload) => JoinError::panic(payload),
+        };
+        self.complete(Err(error));
+    }
+
+    /// Drops the future in place; this thread holds `RUNNING`.
+    fn drop_future(&self) -> Result<(), Payload> {
+        // SAFETY: state.rs invariant 2: the caller holds RUNNING.
+        unsafe { self.core().drop_stage() }
+    }
+
+    /// Stores the result, marks the task complete, wakes the join waker or drops the output
+    /// (state.rs invariants 3 and 4), and drops the reference this thread held while it held
+    /// `RUNNING`.
+    fn complete(self, result: Result<F::Output, JoinError>) {
+        // SAFETY: state.rs invariant 2: this thread still holds RUNNING, and the future is
+        // gone (every caller dropped it).
+        unsafe { self.core().store_output(result) };
+        let snapshot = self.state().transition_to_complete();
+        if !snapshot.is_join_interested() {
+            // State.rs invariant 3: the handle gave up first, so the output is ours to drop.
+            // SAFETY: invariant 3; JOIN_INTEREST is never set again, so nobody else reads it.
+            if let Err(payload) = unsafe { self.core().drop_stage() } {
+                drop_payload(payload);
+            }
+        } else if snapshot.is_join_waker_set() {
+            let woken = halt_unwinding(|| {
+                // SAFETY: state.rs invariant 4: COMPLETE and JOIN_WAKER are set, so this
+                // thread alone reads the slot until `unset_waker_after_complete`.
+                unsafe { self.trailer().wake_join() }
+            });
+            if let Err(payload) = woken {
+                drop_payload(payload);
+            }
+            if !self
+                .state()
+                .unset_waker_after_complete()
+                .is_join_interested()
+            {
+                // The handle was dropped while we read the waker, leaving it to us.
+                self.drop_join_waker();
+            }
+        }
+        self.drop_reference();
+    }
+
+    /// Empties the join waker slot, catching a panic from the waker's destructor.
+    fn drop_join_waker(&self) {
+        let dropped = halt_unwinding(|| {
+            // SAFETY: state.rs invariant 4: every caller owns the slot (see the call sites).
+            unsafe { self.trailer().set_waker(None) }
+        });
+        if let Err(payload) = dropped {
+            drop_payload(payload);
+        }
+    }
+
+    /// The runtime's shutdown: cancels the task in place if it is idle, then drops the
+    /// caller's reference.
+    pub(crate) fn shutdown(self) {
+        match self.state().transition_to_shutdown() {
+            // The caller now holds RUNNING; `complete` drops its reference.
+            TransitionToShutdown::Claimed => self.cancel(),
+            TransitionToShutdown::Busy => self.drop_reference(),
+        }
+    }
+
+    /// The `JoinHandle`'s poll: takes the output if the task is complete, and otherwise
+    /// leaves `waker` to be woken when it completes.
+    pub(crate) fn try_read_output(
+        self,
+        dst: &mut Poll<Result<F::Output, JoinError>>,
+        waker: &Waker,
+    ) {
+        if self.can_read_output(waker) {
+            // SAFETY: state.rs invariant 2's exception: the handle saw COMPLETE (with the
+            // Acquire that pairs with `transition_to_complete`) while holding JOIN_INTEREST.
+            *dst = Poll::Ready(unsafe { self.core().take_output() });
+        }
+    }
+
+    /// Whether the task is complete; if not, makes sure the join waker is `waker` (the
+    /// `JOIN_WAKER` handshake of state.rs invariant 4).
+    fn can_read_output(&self, waker: &Waker) -> bool {
+        let snapshot = self.state().load();
+        if snapshot.is_complete() {
+            return true;
+        }
+        if snapshot.is_join_waker_set() {
+            // SAFETY: state.rs invariant 4: while JOIN_WAKER is set the slot is read-only.
+            if unsafe { self.trailer().will_wake(waker) } {
+                return false;
+            }
+            // Take the slot back to store the new waker, unless the task completed meanwhile.
+            if self.state().unset_waker().is_err() {
+                return true;
+            }
+        }
+        self.set_join_waker(waker.clone())
+    }
+
+    /// Stores `waker` in the slot (which the handle owns: `JOIN_WAKER` is clear) and lends it
+    /// to the completer. Returns whether the task completed first.
+    fn set_join_waker(&self, waker: Waker) -> bool {
+        // SAFETY: state.rs invariant 4: JOIN_WAKER is clear, so the handle owns the slot.
+        // (Dropping the previous waker here is the handle's own thread, as any drop.)
+        unsafe { self.trailer().set_waker(Some(waker)) };
+        // Complete before the waker was lent: the slot is still the handle's, and the waker
+        // stays there until the handle drops (or re-lends) it.
+        self.state().set_join_waker().is_err()
+    }
+
+    /// The `JoinHandle` is dropped: drops the output if the task completed first (state.rs
+    /// invariant 3), the join waker if the slot is the handle's (invariant 4), and the
+    /// handle's reference.
+    pub(crate) fn drop_join_handle(self) {
+        let next = match self.state().unset_join_interested() {
+            Ok(next) => next,
+            Err(next) => {
+                // SAFETY: state.rs invariant 3: the task completed first, so the handle
+                // drops the output (nothing if it was read already).
+                if let Err(payload) = unsafe { self.core().drop_stage() } {
+                    drop_payload(payload);
+                }
+                next
+            }
+        };
+        if !next.is_join_waker_set() {
+            // State.rs invariant 4: JOIN_WAKER is clear, so the slot is the handle's.
+            self.drop_join_waker();
+        }
+        self.drop_reference();
+    }
+}

@@ -1,0 +1,106 @@
+//! The scheduler's side of a task: the [`Schedule`] trait, the [`Notified`] handle that run
+//! queues hold, and [`new_task`], which makes a task and its two first handles.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+
+use super::join::JoinHandle;
+use super::raw::RawTask;
+
+/// Where a task goes when it is woken: the runtime's run queues (tests use a plain queue).
+///
+/// `schedule` may be called from any thread (a waker's), also from inside another task's
+/// poll or from the task's own poll, and must not poll the task itself: it queues it.
+pub(crate) trait Schedule: Send + Sync + Sized + 'static {
+    /// Queues `task` to be run once.
+    fn schedule(&self, task: Notified<Self>);
+}
+
+/// The right to run a task once: one of the task's references, with its `NOTIFIED` bit
+/// (state.rs invariant 1: at most one exists per task).
+///
+/// Dropping a `Notified` without running it only drops its reference: the task then stays
+/// notified and is never polled again (its wakes do nothing), so the runtime runs every
+/// `Notified` or shuts the task down instead.
+pub(crate) struct Notified<S: 'static> {
+    raw: RawTask,
+    _scheduler: PhantomData<S>,
+}
+
+// SAFETY: a Notified is a reference to a task whose future and output are `Send` (see
+// `new_task`) and whose scheduler is `Send + Sync`; every access it allows goes through the
+// task's atomic state word.
+unsafe impl<S: Schedule> Send for Notified<S> {}
+
+impl<S: Schedule> Notified<S> {
+    /// Takes over a reference and the `NOTIFIED` bit.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a reference to `raw` and the right to make its `Notified` (a
+    /// transition answered `Submit` or `OkNotified`, or the task is new), and the task's
+    /// scheduler type is `S`.
+    pub(crate) unsafe fn from_raw(raw: RawTask) -> Notified<S> {
+        Notified {
+            raw,
+            _scheduler: PhantomData,
+        }
+    }
+
+    /// Gives up the handle without dropping its reference, for intrusive queues.
+    pub(crate) fn into_raw(self) -> RawTask {
+        let raw = self.raw;
+        std::mem::forget(self);
+        raw
+    }
+
+    /// Runs the task once: polls its future, or drops it if the task was aborted.
+    pub(crate) fn run(self) {
+        let raw = self.into_raw();
+        // SAFETY: the Notified's reference and NOTIFIED bit are handed to the poll.
+        unsafe { raw.poll() }
+    }
+
+    /// The id of the task's owner, as given to [`new_task`].
+    pub(crate) fn owner_id(&self) -> usize {
+        // SAFETY: raw.rs invariant 2: the Notified holds a reference.
+        unsafe { self.raw.header() }.owner_id
+    }
+}
+
+impl<S: 'static> Drop for Notified<S> {
+    fn drop(&mut self) {
+        // SAFETY: the Notified holds a reference, given up here.
+        unsafe { self.raw.drop_reference() }
+    }
+}
+
+impl<S: 'static> fmt::Debug for Notified<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Notified").field(&self.raw).finish()
+    }
+}
+
+/// Allocates a task running `future`, to be scheduled on `scheduler`, owned by `owner_id`.
+/// Returns its `Notified`, which the caller must submit (the task starts notified), and its
+/// `JoinHandle`.
+pub(crate) fn new_task<F, S>(
+    future: F,
+    scheduler: S,
+    owner_id: usize,
+) -> (Notified<S>, JoinHandle<F::Output>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    let raw = RawTask::new(future, scheduler, owner_id);
+    // SAFETY: a new task holds two references and NOTIFIED (`INITIAL_STATE`): one reference
+    // and NOTIFIED are the Notified's; its scheduler type is `S`.
+    let notified = unsafe { Notified::from_raw(raw) };
+    // SAFETY: the other reference and JOIN_INTEREST are the handle's; its output type is
+    // `F::Output`.
+    let handle = unsafe { JoinHandle::from_raw(raw) };
+    (notified, handle)
+}

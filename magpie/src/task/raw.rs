@@ -1,0 +1,523 @@
+//! The task allocation and its one type-erased pointer, [`RawTask`].
+//!
+//! A task is one heap block, a `#[repr(C)]` [`Cell<F, S>`]:
+//!
+//! * [`Header`]: the state word (`state.rs`), the vtable, the link for intrusive run queues
+//!   and the owner id. It comes first, so a pointer to the header is a pointer to the cell,
+//!   and code that does not know `F` and `S` (wakers, run queues, the `JoinHandle`) can hold
+//!   a task as a `NonNull<Header>` and reach the rest through the vtable.
+//! * [`Core`]: the scheduler and the stage (the future, then its output or error, then
+//!   nothing).
+//! * [`Trailer`]: the join waker slot.
+//!
+//! All the type erasure of the task module lives here (STYLE.md rule 6): the only casts from
+//! `NonNull<Header>` to `NonNull<Cell<F, S>>` are in this file's vtable functions, and the
+//! typed handles (`Notified`, `JoinHandle`, the waker) hold a [`RawTask`] and call its
+//! methods. The design follows tokio's `runtime/task/{core.rs,raw.rs}`.
+//!
+//! # Invariants
+//!
+//! These add to the numbered invariants of `state.rs` (cited there as "state 1" and so on).
+//!
+//! 1. A [`RawTask`] points to the `Header` at offset 0 of a live `Cell<F, S>` allocated by
+//!    [`RawTask::new`] with a `Box`, and that header's `vtable` is `vtable::<F, S>()` for the
+//!    same `F` and `S`; the vtable functions cast back only to that type.
+//! 2. Every method that dereferences a [`RawTask`] needs its caller to hold one of the task's
+//!    references (state 5) for the whole call; a method that consumes the reference says so,
+//!    and the caller must not touch the task afterwards.
+//! 3. The stage is read and written only as state 2 and state 3 allow, the join waker slot
+//!    only as state 4 allows, and `queue_next` only by the queue that holds the task's
+//!    `Notified` (state 1: there is at most one).
+//! 4. The cell is freed exactly once, by [`RawTask::dealloc`], called by the thread whose RMW
+//!    dropped the last reference (state 5). Freeing drops whatever the stage still holds (a
+//!    future never completed, or an output nobody read), the scheduler and the join waker.
+//! 5. The future is pinned: it lives in the cell from creation until it is dropped in place
+//!    ([`Core::drop_stage`]), and is never moved.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::ptr::{self, NonNull};
+use std::task::{Context, Poll, Waker};
+
+use super::error::JoinError;
+use super::harness::Harness;
+use super::notified::{Notified, Schedule};
+use super::state::State;
+use crate::sync::UnsafeCell;
+use crate::util::unwind::{halt_unwinding, Payload};
+
+/// How many task allocations are live, for tests that check every task is freed exactly
+/// once. Incremented in [`RawTask::new`], decremented when a task is freed.
+#[cfg(all(test, not(loom)))]
+pub(crate) static LIVE_TASKS: crate::sync::AtomicUsize = crate::sync::AtomicUsize::new(0);
+
+/// The part of a task every holder may read without knowing its future's type.
+#[repr(C)]
+pub(crate) struct Header {
+    /// The state word: flags and reference count.
+    pub(crate) state: State,
+    /// The typed functions for this task's `F` and `S` (invariant 1).
+    pub(crate) vtable: &'static Vtable,
+    /// The next task in an intrusive queue (invariant 3). Unused until the runtime has one.
+    pub(crate) queue_next: UnsafeCell<Option<NonNull<Header>>>,
+    /// The id of the runtime (or other owner) that spawned the task.
+    pub(crate) owner_id: usize,
+}
+
+/// What the task is doing with its future: polling it, holding its result, or done.
+pub(crate) enum Stage<F: Future> {
+    /// The future, pinned in place (invariant 5).
+    Running(F),
+    /// The future is gone; this is its output, or why there is none.
+    Finished(Result<F::Output, JoinError>),
+    /// The output was taken or dropped (or is being written).
+    Consumed,
+}
+
+/// The typed middle of a task: its scheduler and its stage.
+pub(crate) struct Core<F: Future, S> {
+    /// Where wakes send the task's `Notified`.
+    pub(crate) scheduler: S,
+    /// See [`Stage`]; accessed under state 2 and state 3.
+    pub(crate) stage: UnsafeCell<Stage<F>>,
+}
+
+/// The end of a task: the join waker slot (state 4).
+pub(crate) struct Trailer {
+    pub(crate) waker: UnsafeCell<Option<Waker>>,
+}
+
+/// The whole allocation. `#[repr(C)]` keeps the header at offset 0 (invariant 1).
+#[repr(C)]
+pub(crate) struct Cell<F: Future, S> {
+    pub(crate) header: Header,
+    pub(crate) core: Core<F, S>,
+    pub(crate) trailer: Trailer,
+}
+
+/// The functions of one `Cell<F, S>` type, called with a pointer to its header.
+pub(crate) struct Vtable {
+    /// Runs a `Notified` (consumes its reference): see [`RawTask::poll`].
+    pub(crate) poll: unsafe fn(NonNull<Header>),
+    /// Hands a new `Notified` to the scheduler: see [`RawTask::schedule`].
+    pub(crate) schedule: unsafe fn(NonNull<Header>),
+    /// Frees the task: see [`RawTask::dealloc`].
+    pub(crate) dealloc: unsafe fn(NonNull<Header>),
+    /// The `JoinHandle`'s poll: see [`RawTask::try_read_output`].
+    pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker),
+    /// The `JoinHandle`'s drop: see [`RawTask::drop_join_handle`].
+    pub(crate) drop_join_handle_slow: unsafe fn(NonNull<Header>),
+    /// Cancels the task in place at runtime shutdown: see [`RawTask::shutdown`].
+    pub(crate) shutdown: unsafe fn(NonNull<Header>),
+}
+
+/// The vtable of `Cell<F, S>`, one static per type pair.
+fn vtable<F, S>() -> &'static Vtable
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    &Vtable {
+        poll: poll::<F, S>,
+        schedule: schedule::<F, S>,
+        dealloc: dealloc::<F, S>,
+        try_read_output: try_read_output::<F, S>,
+        drop_join_handle_slow: drop_join_handle_slow::<F, S>,
+        shutdown: shutdown::<F, S>,
+    }
+}
+
+/// A type-erased pointer to a task: `Copy`, and no right by itself. What a holder may do with
+/// it depends on the references and bits it holds (the typed handles encode those).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct RawTask {
+    ptr: NonNull<Header>,
+}
+
+impl RawTask {
+    /// Allocates a task in the state `INITIAL_STATE` (two references, `NOTIFIED`,
+    /// `JOIN_INTEREST`), holding `future`.
+    pub(crate) fn new<F, S>(future: F, scheduler: S, owner_id: usize) -> RawTask
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+        S: Schedule,
+    {
+        let cell = Box::new(Cell {
+            header: Header {
+                state: State::new(),
+                vtable: vtable::<F, S>(),
+                queue_next: UnsafeCell::new(None),
+                owner_id,
+            },
+            core: Core {
+                scheduler,
+                stage: UnsafeCell::new(Stage::Running(future)),
+            },
+            trailer: Trailer {
+                waker: UnsafeCell::new(None),
+            },
+        });
+        #[cfg(all(test, not(loom)))]
+        LIVE_TASKS.fetch_add(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.
+        let ptr = NonNull::from(Box::leak(cell)).cast::<Header>();
+        RawTask { ptr }
+    }
+
+    /// The pointer a `RawWaker` carries.
+    pub(crate) fn waker_data(self) -> *const () {
+        self.ptr.as_ptr() as *const ()
+    }
+
+    /// The task a `RawWaker`'s data pointer names.
+    ///
+    /// # Safety
+    ///
+    /// `data` came from [`RawTask::waker_data`] of a task that is still allocated.
+    pub(crate) unsafe fn from_waker_data(data: *const ()) -> RawTask {
+        // SAFETY: `data` is a non-null header pointer, by the caller's contract.
+        let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
+        RawTask { ptr }
+    }
+
+    /// The task's header.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a reference for as long as it uses the result (invariant 2).
+    pub(crate) unsafe fn header(&self) -> &Header {
+        // SAFETY: invariant 1 (the header is live at this address) and invariant 2 (the
+        // caller's reference keeps it so); the header is only ever shared.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// The task's state word.
+    ///
+    /// # Safety
+    ///
+    /// As [`RawTask::header`].
+    pub(crate) unsafe fn state(&self) -> &State {
+        // SAFETY: forwarded from the caller.
+        unsafe { &self.header().state }
+    }
+
+    /// Runs the task once: polls it, or drops its future if it was aborted.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the holder of the task's `Notified` (its reference and `NOTIFIED`,
+    /// state 1), which this consumes.
+    pub(crate) unsafe fn poll(self) {
+        // SAFETY: invariant 2 (the Notified's reference); the vtable function is this task's
+        // (invariant 1), and its contract is the caller's.
+        unsafe { (self.header().vtable.poll)(self.ptr) }
+    }
+
+    /// Gives the task's scheduler a `Notified` for it.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a reference and the right to make a `Notified` (a transition
+    /// answered `Submit` or `OkNotified`, state 1); both are handed over.
+    pub(crate) unsafe fn schedule(self) {
+        // SAFETY: as in `poll`.
+        unsafe { (self.header().vtable.schedule)(self.ptr) }
+    }
+
+    /// Frees the task (invariant 4).
+    ///
+    /// # Safety
+    ///
+    /// The caller's RMW dropped the task's last reference (state 5). The task is gone after.
+    pub(crate) unsafe fn dealloc(self) {
+        // SAFETY: the header is still live (nothing frees it but this call); invariant 1.
+        unsafe { (self.header().vtable.dealloc)(self.ptr) }
+    }
+
+    /// The `JoinHandle`'s poll: writes `Poll::Ready(output)` into `*dst` if the task is
+    /// complete, and otherwise leaves `waker` for the completer.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the task's `JoinHandle` (a reference and `JOIN_INTEREST`), and `dst` is
+    /// a valid `*mut Poll<Result<F::Output, JoinError>>` for the task's future type `F`.
+    pub(crate) unsafe fn try_read_output(self, dst: *mut (), waker: &Waker) {
+        // SAFETY: as in `poll`.
+        unsafe { (self.header().vtable.try_read_output)(self.ptr, dst, waker) }
+    }
+
+    /// The `JoinHandle` is dropped: gives up the output, drops it if the task completed
+    /// first (state 3), and drops the handle's reference.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the task's `JoinHandle`; its reference and `JOIN_INTEREST` are consumed.
+    pub(crate) unsafe fn drop_join_handle(self) {
+        // SAFETY: as in `poll`.
+        unsafe { (self.header().vtable.drop_join_handle_slow)(self.ptr) }
+    }
+
+    /// The runtime, shutting down, cancels the task: if it is idle, drops its future here
+    /// and completes it with `JoinError::Cancelled`; if it is running, its poller will. Then
+    /// drops the caller's reference.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a reference, which this consumes.
+    pub(crate) unsafe fn shutdown(self) {
+        // SAFETY: as in `poll`.
+        unsafe { (self.header().vtable.shutdown)(self.ptr) }
+    }
+
+    /// Drops one reference, freeing the task if it was the last.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a reference, which this consumes.
+    pub(crate) unsafe fn drop_reference(self) {
+        // SAFETY: the caller's reference keeps the task alive until this RMW (invariant 2).
+        if unsafe { self.state() }.ref_dec() {
+            // SAFETY: that RMW dropped the last reference (state 5).
+            unsafe { self.dealloc() }
+        }
+    }
+
+    /// A pointer to the cell of a `Cell<F, S>` task, for the harness.
+    pub(crate) fn from_cell<F: Future, S>(cell: NonNull<Cell<F, S>>) -> RawTask {
+        RawTask { ptr: cell.cast() }
+    }
+}
+
+impl<F: Future, S> Core<F, S> {
+    /// Polls the future.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `RUNNING` (state 2) and the stage is `Running`.
+    pub(crate) unsafe fn poll(&self, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.stage.with_mut(|stage| {
+            // SAFETY: state 2: the holder of RUNNING is the only one touching the stage.
+            let stage = unsafe { &mut *stage };
+            let Stage::Running(future) = stage else {
+                unreachable!("magpie: a task was polled without its future");
+            };
+            // SAFETY: invariant 5: the future stays at this address until dropped in place.
+            let future = unsafe { Pin::new_unchecked(future) };
+            future.poll(cx)
+        })
+    }
+
+    /// Drops whatever the stage holds, in place, and leaves it `Consumed`, even if the drop
+    /// panics; returns the panic's payload if it did.
+    ///
+    /// # Safety
+    ///
+    /// The caller has the right to the stage (state 2 or state 3, or invariant 4).
+    pub(crate) unsafe fn drop_stage(&self) -> Result<(), Payload> {
+        self.stage.with_mut(|stage| {
+            halt_unwinding(|| {
+                let consume = ConsumeOnDrop(stage);
+                // SAFETY: the caller's right to the stage; `consume` overwrites the dropped
+                // value with `Consumed` without dropping it again, even when this unwinds.
+                unsafe { ptr::drop_in_place(stage) };
+                drop(consume);
+            })
+        })
+    }
+
+    /// Stores the result of the task.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `RUNNING` (state 2), and has dropped the future.
+    pub(crate) unsafe fn store_output(&self, result: Result<F::Output, JoinError>) {
+        self.stage.with_mut(|stage| {
+            // SAFETY: state 2. The old value is `Consumed`: this drops nothing.
+            let stage = unsafe { &mut *stage };
+            debug_assert!(matches!(stage, Stage::Consumed));
+            *stage = Stage::Finished(result);
+        })
+    }
+
+    /// Takes the result out of the stage.
+    ///
+    /// # Panics
+    ///
+    /// If it was taken already (a `JoinHandle` polled after it returned `Ready`).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the `JoinHandle` and saw `COMPLETE` (state 2's exception).
+    pub(crate) unsafe fn take_output(&self) -> Result<F::Output, JoinError> {
+        let stage = self.stage.with_mut(|stage| {
+            // SAFETY: state 2's exception: after COMPLETE the handle owns the stage.
+            std::mem::replace(unsafe { &mut *stage }, Stage::Consumed)
+        });
+        match stage {
+            Stage::Finished(result) => result,
+            _ => panic!("`JoinHandle` polled after it returned `Poll::Ready`"),
+        }
+    }
+}
+
+/// Writes `Consumed` over a stage that was just dropped in place, also while unwinding from
+/// that drop, so that nothing drops it a second time.
+struct ConsumeOnDrop<F: Future>(*mut Stage<F>);
+
+impl<F: Future> Drop for ConsumeOnDrop<F> {
+    fn drop(&mut self) {
+        // SAFETY: `Core::drop_stage` made this from the stage pointer it just dropped in
+        // place: the place is valid and holds no live value.
+        unsafe { ptr::write(self.0, Stage::Consumed) }
+    }
+}
+
+impl Trailer {
+    /// Replaces the join waker (dropping the old one).
+    ///
+    /// # Safety
+    ///
+    /// The caller owns the slot (state 4: the handle while `JOIN_WAKER` is clear, the
+    /// completer once it learns the handle is gone).
+    pub(crate) unsafe fn set_waker(&self, waker: Option<Waker>) {
+        // SAFETY: state 4, by the caller's contract: nobody else reads or writes the slot.
+        self.waker.with_mut(|slot| unsafe { *slot = waker })
+    }
+
+    /// Whether the join waker would wake the same task as `waker`.
+    ///
+    /// # Safety
+    ///
+    /// The slot holds a waker and is read-only now (state 4: `JOIN_WAKER` set), or the
+    /// caller owns it.
+    pub(crate) unsafe fn will_wake(&self, waker: &Waker) -> bool {
+        // SAFETY: state 4: while JOIN_WAKER is set nobody writes the slot.
+        self.waker.with(|slot| match unsafe { &*slot } {
+            Some(current) => current.will_wake(waker),
+            None => false,
+        })
+    }
+
+    /// Wakes the join waker, by reference.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the completer and saw `JOIN_WAKER` set in `transition_to_complete`'s
+    /// answer (state 4).
+    pub(crate) unsafe fn wake_join(&self) {
+        self.waker.with(|slot| {
+            // SAFETY: state 4: after COMPLETE, only the completer reads the slot, read-only.
+            if let Some(waker) = unsafe { &*slot } {
+                waker.wake_by_ref();
+            }
+        })
+    }
+}
+
+/// Drops a panic payload nobody will read, swallowing a panic from its own destructor.
+pub(crate) fn drop_payload(payload: Payload) {
+    if let Err(nested) = halt_unwinding(move || drop(payload)) {
+        // A payload whose destructor panics with a payload whose destructor panics: stop.
+        std::mem::forget(nested);
+    }
+}
+
+// The vtable functions. Each casts the header pointer back to `Cell<F, S>` (invariant 1: the
+// vtable they were reached through was made for this `F` and `S`) and forwards to the harness.
+
+/// # Safety
+///
+/// As [`RawTask::poll`].
+unsafe fn poll<F, S>(ptr: NonNull<Header>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    // SAFETY: invariant 1 (the cast) and invariant 2 (the caller's reference).
+    unsafe { Harness::<F, S>::from_cell(ptr.cast()) }.poll()
+}
+
+/// # Safety
+///
+/// As [`RawTask::schedule`].
+unsafe fn schedule<F, S>(ptr: NonNull<Header>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    let cell = ptr.cast::<Cell<F, S>>();
+    // SAFETY: invariant 1 and invariant 2; the caller hands over a reference and the right
+    // to a Notified (state 1), which `Notified::from_raw` takes.
+    unsafe {
+        let notified = Notified::<S>::from_raw(RawTask { ptr });
+        cell.as_ref().core.scheduler.schedule(notified);
+    }
+}
+
+/// # Safety
+///
+/// As [`RawTask::dealloc`].
+unsafe fn dealloc<F, S>(ptr: NonNull<Header>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    // SAFETY: invariant 1: the cell came from `Box::leak` in `RawTask::new`; invariant 4:
+    // the last reference is gone, so nothing else can reach it.
+    let cell = unsafe { Box::from_raw(ptr.cast::<Cell<F, S>>().as_ptr()) };
+    // The stage may still hold a future or an unread output, user code whose destructor may
+    // panic. Nobody waits for this task any more (no handle, no reference): drop the payload.
+    // SAFETY: invariant 4: this thread owns the whole cell.
+    if let Err(payload) = unsafe { cell.core.drop_stage() } {
+        drop_payload(payload);
+    }
+    drop(cell);
+    #[cfg(all(test, not(loom)))]
+    LIVE_TASKS.fetch_sub(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.
+}
+
+/// # Safety
+///
+/// As [`RawTask::try_read_output`].
+unsafe fn try_read_output<F, S>(ptr: NonNull<Header>, dst: *mut (), waker: &Waker)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    // SAFETY: the caller's contract: `dst` points to this task's output type, valid and
+    // not aliased for the call.
+    let dst = unsafe { &mut *dst.cast::<Poll<Result<F::Output, JoinError>>>() };
+    // SAFETY: invariant 1 and invariant 2.
+    unsafe { Harness::<F, S>::from_cell(ptr.cast()) }.try_read_output(dst, waker)
+}
+
+/// # Safety
+///
+/// As [`RawTask::drop_join_handle`].
+unsafe fn drop_join_handle_slow<F, S>(ptr: NonNull<Header>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    // SAFETY: invariant 1 and invariant 2.
+    unsafe { Harness::<F, S>::from_cell(ptr.cast()) }.drop_join_handle()
+}
+
+/// # Safety
+///
+/// As [`RawTask::shutdown`].
+unsafe fn shutdown<F, S>(ptr: NonNull<Header>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    // SAFETY: invariant 1 and invariant 2.
+    unsafe { Harness::<F, S>::from_cell(ptr.cast()) }.shutdown()
+}

@@ -1,0 +1,679 @@
+//! Tests of the task allocation and its handles: polling, waking, joining, aborting, panics
+//! and shutdown, with exact accounting of futures, outputs and allocations dropped.
+//!
+//! Every test holds [`serial`] so that the global [`LIVE_TASKS`] tally is this test's alone,
+//! and ends by checking it is back to zero.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::panic::resume_unwind;
+use std::pin::Pin;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::error::JoinError;
+use super::join::JoinHandle;
+use super::notified::{new_task, Notified, Schedule};
+use super::raw::LIVE_TASKS;
+use crate::sync::atomic::*;
+use crate::sync::{lock, Arc, AtomicBool, AtomicUsize, Mutex, MutexGuard};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    lock(&SERIAL)
+}
+
+fn live_tasks() -> usize {
+    LIVE_TASKS.load(SeqCst)
+}
+
+type Queue = Arc<Mutex<VecDeque<Notified<TestSched>>>>;
+
+/// A scheduler that queues tasks for the test thread, and counts how many task allocations
+/// were freed (each task owns one `TestSched`, dropped when it is freed).
+struct TestSched {
+    queue: Queue,
+    freed: Arc<AtomicUsize>,
+}
+
+impl Schedule for TestSched {
+    fn schedule(&self, task: Notified<TestSched>) {
+        lock(&self.queue).push_back(task);
+    }
+}
+
+impl Drop for TestSched {
+    fn drop(&mut self) {
+        self.freed.fetch_add(1, SeqCst);
+    }
+}
+
+#[derive(Default)]
+struct Runtime {
+    queue: Queue,
+    freed: Arc<AtomicUsize>,
+}
+
+impl Runtime {
+    fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let sched = TestSched {
+            queue: self.queue.clone(),
+            freed: self.freed.clone(),
+        };
+        let (notified, handle) = new_task(future, sched, 7);
+        assert_eq!(notified.owner_id(), 7);
+        lock(&self.queue).push_back(notified);
+        handle
+    }
+
+    fn pop(&self) -> Option<Notified<TestSched>> {
+        lock(&self.queue).pop_front()
+    }
+
+    /// Runs queued tasks until the queue is empty; returns how many runs there were.
+    fn run_until_idle(&self) -> usize {
+        let mut runs = 0;
+        while let Some(task) = self.pop() {
+            task.run();
+            runs += 1;
+        }
+        runs
+    }
+
+    fn queued(&self) -> usize {
+        lock(&self.queue).len()
+    }
+
+    fn freed(&self) -> usize {
+        self.freed.load(SeqCst)
+    }
+}
+
+/// Counts drops of whatever holds it.
+#[derive(Clone, Default)]
+struct DropCount(Arc<AtomicUsize>);
+
+impl DropCount {
+    fn get(&self) -> usize {
+        self.0.load(SeqCst)
+    }
+}
+
+struct Tracked(DropCount);
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.0 .0.fetch_add(1, SeqCst);
+    }
+}
+
+/// An output that counts its drops.
+struct Output(u32, #[allow(dead_code)] Tracked);
+
+/// A future made of a poll closure, counting its polls and drops.
+struct TestFuture<P> {
+    poll: P,
+    polls: Arc<AtomicUsize>,
+    _tracked: Tracked,
+}
+
+impl<P: FnMut(&mut Context<'_>) -> Poll<T> + Unpin, T> Future for TestFuture<P> {
+    type Output = T;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        self.polls.fetch_add(1, SeqCst);
+        (self.poll)(cx)
+    }
+}
+
+fn future<P, T>(drops: &DropCount, polls: &Arc<AtomicUsize>, poll: P) -> TestFuture<P>
+where
+    P: FnMut(&mut Context<'_>) -> Poll<T> + Unpin,
+{
+    TestFuture {
+        poll,
+        polls: polls.clone(),
+        _tracked: Tracked(drops.clone()),
+    }
+}
+
+/// A future whose destructor panics (after counting the drop).
+struct PanicOnDrop(DropCount, &'static str);
+
+impl Future for PanicOnDrop {
+    type Output = u32;
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<u32> {
+        Poll::Pending
+    }
+}
+
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        self.0 .0.fetch_add(1, SeqCst);
+        // `resume_unwind` skips the panic hook, keeping the test output clean.
+        resume_unwind(Box::new(self.1));
+    }
+}
+
+struct ThreadWaker(thread::Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Counts wakes.
+#[derive(Default)]
+struct CountWaker(AtomicUsize);
+
+impl Wake for CountWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// Polls `future` on this thread, parking between polls, for at most 10 s.
+fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let waker = Waker::from(std::sync::Arc::new(ThreadWaker(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        assert!(Instant::now() < deadline, "block_on timed out");
+        thread::park_timeout(Duration::from_millis(100));
+    }
+}
+
+/// Polls a handle once with a waker that counts wakes.
+fn poll_once<T>(handle: &mut JoinHandle<T>, waker: &Waker) -> Poll<Result<T, JoinError>> {
+    Pin::new(handle).poll(&mut Context::from_waker(waker))
+}
+
+fn pending_forever(drops: &DropCount, polls: &Arc<AtomicUsize>) -> impl Future<Output = u32> {
+    future(drops, polls, |_: &mut Context<'_>| Poll::Pending)
+}
+
+#[test]
+fn ready_future_yields_its_output() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls, outputs) = (DropCount::default(), Arc::default(), DropCount::default());
+    let out = outputs.clone();
+    let mut value = Some(Output(42, Tracked(out)));
+    let handle = rt.spawn(future(&drops, &polls, move |_: &mut Context<'_>| {
+        Poll::Ready(value.take().unwrap())
+    }));
+    assert!(!handle.is_finished());
+    assert_eq!(rt.run_until_idle(), 1);
+    assert!(handle.is_finished());
+    assert_eq!(drops.get(), 1, "future dropped once, at completion");
+    assert_eq!(rt.freed(), 0, "the handle keeps the task");
+    let output = block_on(handle).unwrap();
+    assert_eq!(output.0, 42);
+    assert_eq!(rt.freed(), 1);
+    assert_eq!(outputs.get(), 0);
+    drop(output);
+    assert_eq!(outputs.get(), 1);
+    assert_eq!(polls.load(SeqCst), 1);
+    assert_eq!(live_tasks(), 0);
+}
+
+#[test]
+fn pending_task_woken_from_another_thread_completes() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls) = (DropCount::default(), Arc::default());
+    let slot: Arc<Mutex<Option<Waker>>> = Arc::default();
+    let flag = Arc::new(AtomicBool::new(false));
+    let (s, f) = (slot.clone(), flag.clone());
+    let mut handle = rt.spawn(future(&drops, &polls, move |cx: &mut Context<'_>| {
+        *lock(&s) = Some(cx.waker().clone());
+        if f.load(SeqCst) {
+            Poll::Ready(5)
+        } else {
+            Poll::Pending
+        }
+    }));
+    assert_eq!(rt.run_until_idle(), 1);
+    assert_eq!(rt.queued(), 0);
+    // The handle registers a waker, which completion must wake.
+    let join_waker = std::sync::Arc::new(CountWaker::default());
+    assert!(poll_once(&mut handle, &Waker::from(join_waker.clone())).is_pending());
+
+    // A clone that outlives the task, woken later.
+    let kept = lock(&slot).clone().unwrap();
+    let (s, f) = (slot.clone(), flag.clone());
+    thread::spawn(move || {
+        f.store(true, SeqCst);
+        lock(&s).take().unwrap().wake();
+    })
+    .join()
+    .unwrap();
+    assert_eq!(rt.queued(), 1);
+    assert_eq!(rt.run_until_idle(), 1);
+    assert_eq!(
+        join_waker.0.load(SeqCst),
+        1,
+        "completion woke the join waker once"
+    );
+    assert_eq!(block_on(handle).unwrap(), 5);
+    assert_eq!(drops.get(), 1);
+    assert_eq!(polls.load(SeqCst), 2);
+
+    // Waking a completed task is a no-op; the kept waker still holds the allocation.
+    assert_eq!(rt.freed(), 0);
+    kept.wake_by_ref();
+    let clone = kept.clone();
+    clone.wake(); // By value: drops the clone's reference.
+
+    assert_eq!(rt.queued(), 0);
+    // The future stored a second clone in the slot on its last poll.
+    lock(&slot).take().unwrap().wake();
+    assert_eq!(rt.freed(), 0);
+    drop(kept);
+    assert_eq!(rt.freed(), 1);
+    assert_eq!(live_tasks(), 0);
+}
+
+#[test]
+fn wake_during_poll_reschedules_once() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls) = (DropCount::default(), Arc::new(AtomicUsize::new(0)));
+    let p = polls.clone();
+    let handle = rt.spawn(future(&drops, &polls, move |cx: &mut Context<'_>| {
+        if p.load(SeqCst) < 3 {
+            cx.waker().wake_by_ref();
+            let clone = cx.waker().clone();
+            clone.wake(); // By value, while running: sets NOTIFIED, drops a reference.
+
+            Poll::Pending
+        } else {
+            Poll::Ready(1)
+        }
+    }));
+    assert_eq!(rt.run_until_idle(), 3);
+    assert_eq!(block_on(handle).unwrap(), 1);
+    assert_eq!((drops.get(), rt.freed(), live_tasks()), (1, 1, 0));
+}
+
+#[test]
+fn join_waker_is_replaced_and_woken_once() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls) = (DropCount::default(), Arc::default());
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    let mut handle = rt.spawn(future(&drops, &polls, move |cx: &mut Context<'_>| {
+        if f.load(SeqCst) {
+            Poll::Ready(3)
+        } else {
+            cx.waker().wake_by_ref(); // Stay queued: the test flips the flag.
+            Poll::Pending
+        }
+    }));
+    let (a, b) = (
+        std::sync::Arc::new(CountWaker::default()),
+        std::sync::Arc::new(CountWaker::default()),
+    );
+    let (wa, wb) = (Waker::from(a.clone()), Waker::from(b.clone()));
+    assert!(poll_once(&mut handle, &wa).is_pending());
+    assert!(poll_once(&mut handle, &wa).is_pending()); // Same waker: kept.
+    assert!(poll_once(&mut handle, &wb).is_pending()); // Replaced.
+    rt.pop().unwrap().run();
+    flag.store(true, SeqCst);
+    rt.run_until_idle();
+    assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (0, 1));
+    assert!(matches!(poll_once(&mut handle, &wa), Poll::Ready(Ok(3))));
+    drop(handle);
+    assert_eq!(
+        std::sync::Arc::strong_count(&b),
+        2,
+        "the join waker was dropped"
+    );
+    assert_eq!((drops.get(), rt.freed(), live_tasks()), (1, 1, 0));
+}
+
+#[test]
+fn join_handle_dropped_before_completion() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls, outputs) = (DropCount::default(), Arc::default(), DropCount::default());
+    let out = outputs.clone();
+    let handle = rt.spawn(future(&drops, &polls, move |_: &mut Context<'_>| {
+        Poll::Ready(Output(1, Tracked(out.clone())))
+    }));
+    drop(handle);
+    assert_eq!(rt.freed(), 0, "the Notified keeps the task");
+    rt.run_until_idle();
+    assert_eq!((drops.get(), outputs.get(), rt.freed()), (1, 1, 1));
+    assert_eq!(live_tasks(), 0);
+}
+
+#[test]
+fn join_handle_dropped_after_completion() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls, outputs) = (DropCount::default(), Arc::default(), DropCount::default());
+    let out = outputs.clone();
+    let mut handle = rt.spawn(future(&drops, &polls, move |_: &mut Context<'_>| {
+        Poll::Ready(Output(1, Tracked(out.clone())))
+    }));
+    // A registered join waker, which the handle must drop (the completer gave it back).
+    let w = std::sync::Arc::new(CountWaker::default());
+    assert!(poll_once(&mut handle, &Waker::from(w.clone())).is_pending());
+    rt.run_until_idle();
+    assert_eq!((drops.get(), outputs.get(), rt.freed()), (1, 0, 0));
+    drop(handle);
+    assert_eq!((outputs.get(), rt.freed()), (1, 1));
+    assert_eq!(std::sync::Arc::strong_count(&w), 1);
+    assert_eq!(live_tasks(), 0);
+}
+
+#[test]
+fn join_handle_read_then_dropped() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls, outputs) = (DropCount::default(), Arc::default(), DropCount::default());
+    let out = outputs.clone();
+    let mut handle = rt.spawn(future(&drops, &polls, move |_: &mut Context<'_>| {
+        Poll::Ready(Output(9, Tracked(out.clone())))
+    }));
+    rt.run_until_idle();
+    let waker = Waker::from(std::sync::Arc::new(CountWaker::default()));
+    let Poll::Ready(Ok(output)) = poll_once(&mut handle, &waker) else {
+        panic!("not ready")
+    };
+    drop(handle);
+    assert_eq!(
+        (outputs.get(), rt.freed()),
+        (0, 1),
+        "the reader owns the output"
+    );
+    drop(output);
+    assert_eq!(outputs.get(), 1);
+    assert_eq!(live_tasks(), 0);
+}
+
+#[test]
+fn join_handle_dropped_while_completing() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let outputs = DropCount::default();
+    for _ in 0..300 {
+        let (drops, polls) = (DropCount::default(), Arc::default());
+        let out = outputs.clone();
+        let mut handle = rt.spawn(future(&drops, &polls, move |_: &mut Context<'_>| {
+            Poll::Ready(Output(0, Tracked(out.clone())))
+        }));
+        let w = Waker::from(std::sync::Arc::new(CountWaker::default()));
+        assert!(poll_once(&mut handle, &w).is_pending()); // JOIN_WAKER set.
+        let task = rt.pop().unwrap();
+        let dropper = thread::spawn(move || drop(handle));
+        task.run();
+        dropper.join().unwrap();
+        assert_eq!(drops.get(), 1);
+    }
+    assert_eq!((outputs.get(), rt.freed(), live_tasks()), (300, 300, 0));
+}
+
+#[test]
+fn abort_before_first_poll() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls) = (DropCount::default(), Arc::new(AtomicUsize::new(0)));
+    let handle = rt.spawn(pending_forever(&drops, &polls));
+    handle.abort();
+    assert_eq!(rt.queued(), 1, "the queued Notified acts on CANCELLED");
+    rt.run_until_idle();
+    assert_eq!((drops.get(), polls.load(SeqCst)), (1, 0));
+    assert!(handle.is_finished());
+    handle.abort(); // No effect.
+    let error = block_on(handle).unwrap_err();
+    assert!(error.is_cancelled() && !error.is_panic());
+    assert_eq!(error.to_string(), "task was cancelled");
+    assert!(error.try_into_panic().unwrap_err().is_cancelled());
+    assert_eq!((rt.freed(), live_tasks()), (1, 0));
+}
+
+#[test]
+fn abort_while_pending_from_another_thread() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls) = (DropCount::default(), Arc::new(AtomicUsize::new(0)));
+    let handle = Arc::new(rt.spawn(pending_forever(&drops, &polls)));
+    rt.run_until_idle();
+    assert_eq!((polls.load(SeqCst), drops.get()), (1, 0));
+    let h = handle.clone();
+    thread::spawn(move || h.abort()).join().unwrap();
+    assert_eq!(drops.get(), 0, "the aborter does not drop the future");
+    assert_eq!(rt.queued(), 1);
+    handle.abort(); // Already cancelled: nothing more queued.
+    assert_eq!(rt.queued(), 1);
+    rt.run_until_idle();
+    assert_eq!((polls.load(SeqCst), drops.get()), (1, 1));
+    let handle = Arc::try_unwrap(handle).unwrap();
+    assert!(block_on(handle).unwrap_err().is_cancelled());
+    assert_eq!((rt.freed(), live_tasks()), (1, 0));
+}
+
+#[test]
+fn abort_during_poll() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls) = (DropCount::default(), Arc::default());
+    let handle: Arc<Mutex<Option<JoinHandle<u32>>>> = Arc::default();
+    let h = handle.clone();
+    *lock(&handle) = Some(rt.spawn(future(&drops, &polls, move |_: &mut Context<'_>| {
+        lock(&h).as_ref().unwrap().abort();
+        Poll::Pending
+    })));
+    assert_eq!(
+        rt.run_until_idle(),
+        1,
+        "cancelled in transition_to_idle, not requeued"
+    );
+    assert_eq!(drops.get(), 1);
+    let handle = lock(&handle).take().unwrap();
+    assert!(block_on(handle).unwrap_err().is_cancelled());
+    assert_eq!((rt.freed(), live_tasks()), (1, 0));
+}
+
+#[test]
+fn abort_after_completion_has_no_effect() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls) = (DropCount::default(), Arc::default());
+    let handle = rt.spawn(future(&drops, &polls, |_: &mut Context<'_>| Poll::Ready(8)));
+    rt.run_until_idle();
+    handle.abort();
+    assert_eq!(rt.queued(), 0);
+    assert_eq!(block_on(handle).unwrap(), 8);
+    assert_eq!((drops.get(), rt.freed(), live_tasks()), (1, 1, 0));
+}
+
+#[test]
+fn panic_in_poll_is_the_result() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls) = (DropCount::default(), Arc::default());
+    let handle = rt.spawn(future(&drops, &polls, |_: &mut Context<'_>| -> Poll<u32> {
+        resume_unwind(Box::new("boom"))
+    }));
+    rt.run_until_idle();
+    assert_eq!(drops.get(), 1);
+    let error = block_on(handle).unwrap_err();
+    assert!(error.is_panic() && !error.is_cancelled());
+    assert_eq!(format!("{error:?}"), "JoinError::Panic(\"boom\", ..)");
+    assert_eq!(*error.into_panic().downcast::<&str>().unwrap(), "boom");
+    assert_eq!((rt.freed(), live_tasks()), (1, 0));
+}
+
+#[test]
+fn panic_in_drop_during_cancellation_is_caught() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let drops = DropCount::default();
+    let handle = rt.spawn(PanicOnDrop(drops.clone(), "drop boom"));
+    rt.run_until_idle();
+    handle.abort();
+    rt.run_until_idle();
+    assert_eq!(drops.get(), 1);
+    let error = block_on(handle).unwrap_err();
+    assert!(error.is_panic(), "the drop's panic replaces Cancelled");
+    assert_eq!(*error.into_panic().downcast::<&str>().unwrap(), "drop boom");
+    assert_eq!((rt.freed(), live_tasks()), (1, 0));
+}
+
+#[test]
+fn panic_in_drop_after_ready_keeps_the_output() {
+    struct ReadyThenPanicOnDrop(DropCount);
+    impl Future for ReadyThenPanicOnDrop {
+        type Output = u32;
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<u32> {
+            Poll::Ready(4)
+        }
+    }
+    impl Drop for ReadyThenPanicOnDrop {
+        fn drop(&mut self) {
+            self.0 .0.fetch_add(1, SeqCst);
+            resume_unwind(Box::new("late"));
+        }
+    }
+    let _s = serial();
+    let rt = Runtime::default();
+    let drops = DropCount::default();
+    let handle = rt.spawn(ReadyThenPanicOnDrop(drops.clone()));
+    rt.run_until_idle();
+    assert_eq!(block_on(handle).unwrap(), 4);
+    assert_eq!((drops.get(), rt.freed(), live_tasks()), (1, 1, 0));
+}
+
+#[test]
+fn detached_pending_task_freed_by_its_last_waker() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let drops = DropCount::default();
+    let slot: Arc<Mutex<Option<Waker>>> = Arc::default();
+    let s = slot.clone();
+    let polls = Arc::default();
+    drop(rt.spawn(future(
+        &drops,
+        &polls,
+        move |cx: &mut Context<'_>| -> Poll<u32> {
+            *lock(&s) = Some(cx.waker().clone());
+            Poll::Pending
+        },
+    )));
+    rt.run_until_idle();
+    assert_eq!((drops.get(), rt.freed()), (0, 0));
+    let waker = lock(&slot).take().unwrap();
+    drop(waker); // The last reference: frees the task and drops its future.
+    assert_eq!((drops.get(), rt.freed(), live_tasks()), (1, 1, 0));
+
+    // And a panicking destructor there is swallowed.
+    let handle = rt.spawn(PanicOnDrop(drops.clone(), "detached"));
+    rt.run_until_idle(); // Idle with no waker: the handle is the last reference.
+    drop(handle);
+    assert_eq!((drops.get(), rt.freed(), live_tasks()), (2, 2, 0));
+}
+
+#[test]
+fn shutdown_cancels_an_idle_task_in_place() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls) = (DropCount::default(), Arc::new(AtomicUsize::new(0)));
+    let handle = rt.spawn(pending_forever(&drops, &polls));
+    // The queued Notified's reference stands in for the runtime's owned-task reference.
+    let raw = rt.pop().unwrap().into_raw();
+    // SAFETY: `raw`'s reference came from the Notified, and is consumed here.
+    unsafe { raw.shutdown() };
+    assert_eq!((drops.get(), polls.load(SeqCst)), (1, 0));
+    assert!(block_on(handle).unwrap_err().is_cancelled());
+    assert_eq!((rt.freed(), live_tasks()), (1, 0));
+}
+
+#[test]
+fn stress_wakes_from_four_threads() {
+    const TASKS: usize = 10_000;
+    const WAKERS: usize = 4;
+    let _s = serial();
+    let rt = Runtime::default();
+    let drops = DropCount::default();
+    let completed = Arc::new(AtomicUsize::new(0));
+    let mut handles = Vec::with_capacity(TASKS);
+    let mut cells = Vec::with_capacity(TASKS);
+    for i in 0..TASKS {
+        let cell: Arc<(AtomicBool, Mutex<Option<Waker>>)> = Arc::default();
+        let (c, done) = (cell.clone(), completed.clone());
+        let polls = Arc::default();
+        handles.push(
+            rt.spawn(future(&drops, &polls, move |cx: &mut Context<'_>| {
+                // Store the waker first, then check: a waker thread that sets the flag either
+                // finds this waker, or this poll sees the flag.
+                *lock(&c.1) = Some(cx.waker().clone());
+                if c.0.load(SeqCst) {
+                    done.fetch_add(1, SeqCst);
+                    Poll::Ready(i)
+                } else {
+                    Poll::Pending
+                }
+            })),
+        );
+        cells.push(cell);
+    }
+    let cells = Arc::new(cells);
+    let threads: Vec<_> = (0..WAKERS)
+        .map(|t| {
+            let cells = cells.clone();
+            thread::spawn(move || {
+                for k in 0..TASKS {
+                    let cell = &cells[(k + t * TASKS / WAKERS) % TASKS];
+                    cell.0.store(true, SeqCst);
+                    let waker = lock(&cell.1).clone();
+                    if let Some(waker) = waker {
+                        if k % 2 == 0 {
+                            waker.wake();
+                        } else {
+                            waker.wake_by_ref();
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while completed.load(SeqCst) < TASKS {
+        if rt.run_until_idle() == 0 {
+            thread::yield_now();
+        }
+        assert!(Instant::now() < deadline, "stress test stuck");
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    rt.run_until_idle(); // Late wakes of complete tasks queue nothing; drain anyway.
+    assert_eq!(rt.queued(), 0);
+    assert_eq!(
+        completed.load(SeqCst),
+        TASKS,
+        "every task completed exactly once"
+    );
+    assert_eq!(drops.get(), TASKS);
+    for (i, handle) in handles.into_iter().enumerate() {
+        assert!(handle.is_finished());
+        assert_eq!(block_on(handle).unwrap(), i);
+    }
+    // The futures' stored wakers are gone with them; the cells hold the last clones.
+    drop(cells);
+    assert_eq!((rt.freed(), live_tasks()), (TASKS, 0));
+}
