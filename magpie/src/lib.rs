@@ -59,6 +59,7 @@ mod queue;
 mod sleep;
 mod sync;
 mod task;
+mod time;
 mod util;
 
 #[cfg(not(loom))]
