@@ -18,85 +18,11 @@ use std::ptr::NonNull;
 use loom::thread;
 
 use super::chase_lev::{self, Steal};
-
-/// Checks `f` under loom with at most `preemptions` preemptions (`None`: every interleaving),
-/// unless `LOOM_MAX_PREEMPTIONS` says otherwise. The two-thread models are exhaustive in well
-/// under a second; the three-thread one is bounded to stay within seconds.
-fn model<F>(preemptions: Option<usize>, f: F)
-where
-    F: Fn() + Sync + Send + 'static,
-{
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = preemptions;
-    }
-    builder.check(f);
-}
+use crate::util::loom_support::{model, Items};
 
 /// The default bound of the three-thread model: 4 explores about 30,000 executions in a
 /// second or two; 5 about 57,000, 8 about 500,000 (half a minute).
 const THREE_THREAD_BOUND: Option<usize> = Some(4);
-
-/// The items of one model run: leaked boxes holding their own index.
-struct Items {
-    ptrs: Vec<NonNull<usize>>,
-}
-
-impl Items {
-    fn new(n: usize) -> Items {
-        Items {
-            ptrs: (0..n)
-                .map(|i| NonNull::from(Box::leak(Box::new(i))))
-                .collect(),
-        }
-    }
-
-    fn get(&self, i: usize) -> NonNull<usize> {
-        self.ptrs[i]
-    }
-
-    /// The index of the item at address `addr`, after checking it is one of ours and holds
-    /// that index.
-    fn index_of(&self, addr: usize) -> usize {
-        let i = self
-            .ptrs
-            .iter()
-            .position(|p| p.as_ptr() as usize == addr)
-            .unwrap_or_else(|| panic!("took a pointer that was never pushed: {addr:#x}"));
-        // SAFETY: `ptrs[i]` is a live box of ours (freed only in `Drop`).
-        let value = unsafe { *self.ptrs[i].as_ptr() };
-        assert_eq!(value, i, "item {i} holds the wrong value");
-        i
-    }
-
-    /// Checks that `taken` (addresses) holds each item at most once, and every item if
-    /// `all` is set. Returns the indices taken, sorted.
-    fn check(&self, taken: &[usize], all: bool) -> Vec<usize> {
-        let mut indices: Vec<usize> = taken.iter().map(|&a| self.index_of(a)).collect();
-        indices.sort_unstable();
-        let before = indices.len();
-        indices.dedup();
-        assert_eq!(before, indices.len(), "an item was taken twice: {taken:x?}");
-        if all {
-            assert_eq!(
-                indices,
-                (0..self.ptrs.len()).collect::<Vec<_>>(),
-                "an item was lost"
-            );
-        }
-        indices
-    }
-}
-
-impl Drop for Items {
-    fn drop(&mut self) {
-        for p in &self.ptrs {
-            // SAFETY: each pointer came from `Box::leak` in `Items::new` and is freed only
-            // here; the deque never frees items.
-            drop(unsafe { Box::from_raw(p.as_ptr()) });
-        }
-    }
-}
 
 /// An item's address, which (unlike `NonNull`) can leave a thread.
 fn addr(item: NonNull<usize>) -> usize {

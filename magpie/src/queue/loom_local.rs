@@ -20,71 +20,7 @@ use loom::thread;
 
 use super::inject::Inject;
 use super::local::{self, Local, Steal};
-
-/// Checks `f` under loom, exploring every interleaving unless `LOOM_MAX_PREEMPTIONS` sets a
-/// bound. The rings are tiny, so even the three-thread models are exhaustive in about a
-/// second each (all five took 3 s in release; 0.1 s at the CI bound of 3).
-fn model<F>(f: F)
-where
-    F: Fn() + Sync + Send + 'static,
-{
-    // `Builder::new` reads `LOOM_MAX_PREEMPTIONS`; no bound of our own otherwise.
-    loom::model::Builder::new().check(f);
-}
-
-/// The items of one model run: leaked boxes holding their own index.
-struct Items {
-    ptrs: Vec<NonNull<usize>>,
-}
-
-impl Items {
-    fn new(n: usize) -> Items {
-        Items {
-            ptrs: (0..n)
-                .map(|i| NonNull::from(Box::leak(Box::new(i))))
-                .collect(),
-        }
-    }
-
-    fn get(&self, i: usize) -> NonNull<usize> {
-        self.ptrs[i]
-    }
-
-    /// The index of the item at address `addr`, after checking it is one of ours and holds
-    /// that index.
-    fn index_of(&self, addr: usize) -> usize {
-        let i = self
-            .ptrs
-            .iter()
-            .position(|p| p.as_ptr() as usize == addr)
-            .unwrap_or_else(|| panic!("took a pointer that was never pushed: {addr:#x}"));
-        // SAFETY: `ptrs[i]` is a live box of ours (freed only in `Drop`).
-        let value = unsafe { *self.ptrs[i].as_ptr() };
-        assert_eq!(value, i, "item {i} holds the wrong value");
-        i
-    }
-
-    /// Checks that `taken` (addresses) holds every item exactly once.
-    fn check_all(&self, taken: &[usize]) {
-        let mut indices: Vec<usize> = taken.iter().map(|&a| self.index_of(a)).collect();
-        indices.sort_unstable();
-        assert_eq!(
-            indices,
-            (0..self.ptrs.len()).collect::<Vec<_>>(),
-            "an item was lost or taken twice: {taken:x?}"
-        );
-    }
-}
-
-impl Drop for Items {
-    fn drop(&mut self) {
-        for p in &self.ptrs {
-            // SAFETY: each pointer came from `Box::leak` in `Items::new` and is freed only
-            // here; the ring never frees items.
-            drop(unsafe { Box::from_raw(p.as_ptr()) });
-        }
-    }
-}
+use crate::util::loom_support::{model, Items};
 
 /// An item's address, which (unlike `NonNull`) can leave a thread.
 fn addr(item: NonNull<usize>) -> usize {
@@ -120,7 +56,7 @@ fn spawn_thief(steal: Steal<usize>) -> thread::JoinHandle<Vec<usize>> {
 fn loom_steal_half_races_push() {
     // Every item is pushed while the thief runs, so whatever it claims was published only by
     // the Release store of `tail` (invariant 4).
-    model(|| {
+    model(None, || {
         let items = Items::new(4);
         let inject = Inject::new();
         let (local, steal) = local::local();
@@ -143,7 +79,7 @@ fn loom_steal_half_races_push() {
         assert!(inject.is_empty(), "overflowed a ring that was never full");
         let mut taken = stolen;
         drain(&local, &mut taken);
-        items.check_all(&taken);
+        items.check(&taken, true);
     });
 }
 
@@ -153,7 +89,7 @@ fn loom_steal_half_races_pop() {
     // must also see the pushes before it, or it would claim slots past `tail`. Indices start
     // just short of `u32::MAX`, so the claim, the pops and the release all cross the
     // wrap-around (invariant 5).
-    model(|| {
+    model(None, || {
         let items = Items::new(3);
         let inject = Inject::new();
         let (local, steal) = local::local_starting_at(u32::MAX - 1);
@@ -169,13 +105,13 @@ fn loom_steal_half_races_pop() {
 
         taken.extend(thief.join().unwrap());
         drain(&local, &mut taken);
-        items.check_all(&taken);
+        items.check(&taken, true);
     });
 }
 
 #[test]
 fn loom_two_thieves_and_owner() {
-    model(|| {
+    model(None, || {
         let items = Items::new(4);
         let inject = Inject::new();
         let (local, steal) = local::local();
@@ -189,7 +125,7 @@ fn loom_two_thieves_and_owner() {
             taken.extend(thief.join().unwrap());
         }
         drain(&local, &mut taken);
-        items.check_all(&taken);
+        items.check(&taken, true);
     });
 }
 
@@ -198,7 +134,7 @@ fn loom_overflow_races_steal() {
     // The ring is full when the thief starts. The fifth push overflows (the oldest 2 and the
     // new item to `inject`), or finds a slot the thief released, or finds the thief copying
     // and sends the new item alone; the sixth then does whichever fits.
-    model(|| {
+    model(None, || {
         let items = Items::new(6);
         let inject = Inject::new();
         let (local, steal) = local::local();
@@ -213,7 +149,7 @@ fn loom_overflow_races_steal() {
         let mut taken = thief.join().unwrap();
         drain(&local, &mut taken);
         drain_inject(&inject, &mut taken);
-        items.check_all(&taken);
+        items.check(&taken, true);
     });
 }
 
@@ -222,7 +158,7 @@ fn loom_steal_into_a_ring_being_stolen_from() {
     // A thief's own ring is a victim too: a second thief steals from it while the first
     // copies a batch in. The copied slots are published by the Release store of the first
     // thief's `tail`, exactly as the owner's pushes are (invariant 1).
-    model(|| {
+    model(None, || {
         let items = Items::new(4);
         let inject = Inject::new();
         let (victim, steal) = local::local();
@@ -237,6 +173,6 @@ fn loom_steal_into_a_ring_being_stolen_from() {
         drain(&middle, &mut taken);
         taken.extend(second.join().unwrap());
         drain(&victim, &mut taken);
-        items.check_all(&taken);
+        items.check(&taken, true);
     });
 }

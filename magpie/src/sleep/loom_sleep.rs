@@ -18,19 +18,7 @@ use loom::thread::{self, JoinHandle};
 
 use super::*;
 use crate::sync::{Arc, AtomicBool, AtomicUsize};
-
-/// Checks `f` under loom with at most `preemptions` preemptions (`None`: every interleaving),
-/// unless `LOOM_MAX_PREEMPTIONS` says otherwise.
-fn model<F>(preemptions: Option<usize>, f: F)
-where
-    F: Fn() + Sync + Send + 'static,
-{
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = preemptions;
-    }
-    builder.check(f);
-}
+use crate::util::loom_support::model;
 
 /// A pool: the coordinator, a queue of identical jobs, a shutdown flag, and a latch.
 struct Pool {

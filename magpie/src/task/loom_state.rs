@@ -18,7 +18,8 @@
 //! before the poll answering it, leaves the task Pending forever and fails the final check.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p magpie --lib --release loom_state`.
-//! `LOOM_MAX_PREEMPTIONS` sets the preemption bound, but never above a model's cap.
+//! `LOOM_MAX_PREEMPTIONS`, when set, replaces each model's own bound (see
+//! `util::loom_support::model`).
 
 use std::mem::ManuallyDrop;
 
@@ -27,23 +28,9 @@ use loom::thread::{self, JoinHandle};
 use super::state::*;
 use crate::sync::atomic::*;
 use crate::sync::{Arc, AtomicBool, AtomicUsize, UnsafeCell};
+use crate::util::loom_support::model;
 
-/// Checks `f` under loom with at most `cap` preemptions (`None`: no cap). The bound is
-/// `LOOM_MAX_PREEMPTIONS` if that is set and below `cap`, else `cap`.
-fn model<F>(cap: Option<usize>, f: F)
-where
-    F: Fn() + Sync + Send + 'static,
-{
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = match (builder.preemption_bound, cap) {
-        (Some(env), Some(cap)) => Some(env.min(cap)),
-        (env, None) => env,
-        (None, cap) => cap,
-    };
-    builder.check(f);
-}
-
-/// The cap on the three-thread models; the two-thread ones are exhaustive (a fraction of a
+/// The bound of the three-thread models; the two-thread ones are exhaustive (a fraction of a
 /// second each). At 3 all eight models run in about a second and a half in release; at 5 the
 /// three-thread ones take about 20 s together.
 const THREE_THREAD_CAP: Option<usize> = Some(3);

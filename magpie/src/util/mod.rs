@@ -1,5 +1,7 @@
 //! Small helpers with no concurrency of their own.
 
+#[cfg(all(test, loom))]
+pub(crate) mod loom_support;
 pub(crate) mod rand;
 pub(crate) mod unwind;
 
