@@ -10,6 +10,8 @@ mod loom_chase_lev;
 #[cfg(all(test, loom))]
 mod loom_local;
 #[cfg(all(test, not(loom)))]
+mod test_items;
+#[cfg(all(test, not(loom)))]
 mod tests_chase_lev;
 #[cfg(all(test, not(loom)))]
 mod tests_local;

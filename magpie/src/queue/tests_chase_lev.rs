@@ -6,6 +6,7 @@
 use std::ptr::NonNull;
 
 use super::chase_lev::{self, Steal};
+use super::test_items::{handles, leak_counted, reclaim, take, value, Counted, SetOnDrop};
 use crate::sync::atomic::*;
 use crate::sync::{barrier, Arc, AtomicBool, AtomicUsize};
 
@@ -15,18 +16,6 @@ const STRESS_ITEMS: usize = if cfg!(debug_assertions) {
 } else {
     1_000_000
 };
-
-/// Handles to the elements of `values`, which the deque borrows but does not own.
-fn handles(values: &[usize]) -> Vec<NonNull<usize>> {
-    values.iter().map(NonNull::from).collect()
-}
-
-/// Reads the value behind a handle made by [`handles`].
-fn value(item: NonNull<usize>) -> usize {
-    // SAFETY: every handle in these sequential tests points into a `values` array that
-    // outlives the deque, and nobody writes through it.
-    unsafe { *item.as_ptr() }
-}
 
 /// Steals until the deque answers something other than `Retry`.
 fn steal_one<T>(stealer: &chase_lev::Stealer<T>) -> Option<NonNull<T>> {
@@ -172,33 +161,6 @@ fn extra_stealers_share_the_deque() {
 
 // ---- Destructors: the deque never owns, frees or duplicates an item ----
 
-/// A heap item that counts its drops.
-struct Counted {
-    drops: Arc<AtomicUsize>,
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.drops.fetch_add(1, Relaxed);
-    }
-}
-
-fn leak_counted(drops: &Arc<AtomicUsize>) -> NonNull<Counted> {
-    NonNull::from(Box::leak(Box::new(Counted {
-        drops: drops.clone(),
-    })))
-}
-
-/// Frees an item taken from the deque.
-///
-/// # Safety
-///
-/// `item` came from [`leak_counted`] and is reclaimed at most once.
-unsafe fn reclaim(item: NonNull<Counted>) {
-    // SAFETY: the caller passes a pointer from `Box::leak`, once.
-    drop(unsafe { Box::from_raw(item.as_ptr()) });
-}
-
 #[test]
 fn every_item_taken_is_dropped_once() {
     let drops = Arc::new(AtomicUsize::new(0));
@@ -273,26 +235,6 @@ fn draining_before_drop_reclaims_everything() {
 }
 
 // ---- Stress: every item taken exactly once ----
-
-/// Marks the slot behind `item` as taken; panics if it already was.
-fn take(item: NonNull<AtomicUsize>) {
-    // SAFETY: the handles point into the `taken` array of `stress`, which outlives the
-    // thread scope every taker runs in; the slots are atomics, so shared access is fine.
-    let slot = unsafe { item.as_ref() };
-    // Relaxed: the count alone is checked; the scope's join orders it before the final scan.
-    let before = slot.fetch_add(1, Relaxed);
-    assert_eq!(before, 0, "an item was taken twice");
-}
-
-/// Sets its flag when dropped: the owner's "no more pushes, deque drained" signal.
-struct SetOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for SetOnDrop<'_> {
-    fn drop(&mut self) {
-        // Release: pairs with the thieves' Acquire load of `done`.
-        self.0.store(true, Release);
-    }
-}
 
 /// Runs `owner` (which pushes a handle to every slot of `taken`, pops some, and returns how
 /// many it popped) on this thread while `thieves` threads steal. Checks that every item is

@@ -8,6 +8,7 @@ use std::ptr::NonNull;
 
 use super::inject::Inject;
 use super::local::{self, Local, Steal, CAPACITY};
+use super::test_items::{handles, leak_counted, reclaim, take, value, Counted, SetOnDrop};
 use crate::sync::atomic::*;
 use crate::sync::{Arc, AtomicBool, AtomicUsize};
 
@@ -19,18 +20,6 @@ const STRESS_ITEMS: usize = if cfg!(debug_assertions) {
 };
 
 const HALF: usize = CAPACITY / 2;
-
-/// Handles to the elements of `values`, which the ring borrows but does not own.
-fn handles(values: &[usize]) -> Vec<NonNull<usize>> {
-    values.iter().map(NonNull::from).collect()
-}
-
-/// Reads the value behind a handle made by [`handles`].
-fn value(item: NonNull<usize>) -> usize {
-    // SAFETY: every handle in these sequential tests points into a `values` array that
-    // outlives the ring, and nobody writes through it.
-    unsafe { *item.as_ptr() }
-}
 
 /// Pops every queued item's value.
 fn drain(local: &Local<usize>) -> Vec<usize> {
@@ -235,33 +224,6 @@ fn fifo_across_the_wrap() {
 
 // ---- Destructors: the ring never owns, frees or duplicates an item ----
 
-/// A heap item that counts its drops.
-struct Counted {
-    drops: Arc<AtomicUsize>,
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.drops.fetch_add(1, Relaxed);
-    }
-}
-
-fn leak_counted(drops: &Arc<AtomicUsize>) -> NonNull<Counted> {
-    NonNull::from(Box::leak(Box::new(Counted {
-        drops: drops.clone(),
-    })))
-}
-
-/// Frees an item taken from a queue.
-///
-/// # Safety
-///
-/// `item` came from [`leak_counted`] and is reclaimed at most once.
-unsafe fn reclaim(item: NonNull<Counted>) {
-    // SAFETY: the caller passes a pointer from `Box::leak`, once.
-    drop(unsafe { Box::from_raw(item.as_ptr()) });
-}
-
 #[test]
 fn every_item_taken_is_dropped_once() {
     let drops = Arc::new(AtomicUsize::new(0));
@@ -315,26 +277,6 @@ fn dropping_the_ring_frees_no_item() {
 }
 
 // ---- Stress: every item taken exactly once ----
-
-/// Marks the slot behind `item` as taken; panics if it already was.
-fn take(item: NonNull<AtomicUsize>) {
-    // SAFETY: the handles point into the `taken` array of `stress`, which outlives the
-    // thread scope every taker runs in; the slots are atomics, so shared access is fine.
-    let slot = unsafe { item.as_ref() };
-    // Relaxed: the count alone is checked; the scope's join orders it before the final scan.
-    let before = slot.fetch_add(1, Relaxed);
-    assert_eq!(before, 0, "an item was taken twice");
-}
-
-/// Sets its flag when dropped: the owner's "no more pushes, ring drained" signal.
-struct SetOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for SetOnDrop<'_> {
-    fn drop(&mut self) {
-        // Release: pairs with the thieves' Acquire load of `done`.
-        self.0.store(true, Release);
-    }
-}
 
 /// Runs an owner on this thread, pushing a handle to every slot of `taken` in bursts of
 /// `burst` (overflowing into an inject queue when the ring is full) and popping a varying

@@ -99,10 +99,6 @@ mod imp {
         }
         fence(SeqCst);
     }
-
-    pub(crate) fn is_asymmetric() -> bool {
-        MODE.load(Relaxed) == ASYMMETRIC
-    }
 }
 
 #[cfg(any(not(target_os = "linux"), loom))]
@@ -118,10 +114,6 @@ mod imp {
 
     pub(crate) fn heavy() {
         fence(SeqCst);
-    }
-
-    pub(crate) fn is_asymmetric() -> bool {
-        false
     }
 }
 
@@ -143,10 +135,4 @@ pub(crate) fn light() {
 /// load that follows a [`light`] that had not yet run.
 pub(crate) fn heavy() {
     imp::heavy()
-}
-
-/// Whether the light side is a compiler-only fence in this process (for stats and docs).
-#[allow(dead_code)]
-pub(crate) fn is_asymmetric() -> bool {
-    imp::is_asymmetric()
 }
