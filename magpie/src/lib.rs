@@ -58,8 +58,8 @@
 mod queue;
 mod sleep;
 mod sync;
-mod task;
-mod time;
+pub mod task;
+pub mod time;
 mod util;
 
 #[cfg(not(loom))]
@@ -73,8 +73,9 @@ mod stats;
 pub use join::{join, scope, Scope};
 #[cfg(not(loom))]
 pub use runtime::{
-    current_num_workers, current_worker_index, default_runtime, BuildError, Builder, Runtime,
-    MAX_WORKERS,
+    block_on, current_num_workers, current_worker_index, default_runtime, spawn, spawn_blocking,
+    submit, BuildError, Builder, Runtime, SubmitError, MAX_WORKERS,
 };
+pub use task::{JoinError, JoinHandle};
 #[cfg(not(loom))]
 pub use stats::{Stats, WorkerStats};

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::io;
+use std::time::Duration;
 
 use super::Runtime;
 
@@ -27,6 +28,8 @@ pub struct Builder {
     pub(super) worker_threads: Option<usize>,
     pub(super) thread_name: Option<String>,
     pub(super) stack_size: Option<usize>,
+    pub(super) max_blocking_threads: Option<usize>,
+    pub(super) blocking_keep_alive: Option<Duration>,
 }
 
 impl Builder {
@@ -53,6 +56,38 @@ impl Builder {
     /// more than the platform default.
     pub fn stack_size(mut self, bytes: usize) -> Builder {
         self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Caps the threads of the blocking pool ([`Runtime::spawn_blocking`]); default 512.
+    /// Closures beyond the cap wait for a thread. 0 makes [`Builder::build`] fail.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().max_blocking_threads(4).build().unwrap();
+    /// assert_eq!(rt.spawn_blocking(|| 1).join().unwrap(), 1);
+    /// ```
+    pub fn max_blocking_threads(mut self, count: usize) -> Builder {
+        self.max_blocking_threads = Some(count);
+        self
+    }
+
+    /// How long an idle blocking thread waits for work before it exits; default 10 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = magpie::Runtime::builder()
+    ///     .blocking_keep_alive(Duration::from_millis(100))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn blocking_keep_alive(mut self, keep_alive: Duration) -> Builder {
+        self.blocking_keep_alive = Some(keep_alive);
         self
     }
 
@@ -131,6 +166,8 @@ pub enum BuildError {
     /// The thread name given to [`Builder::thread_name`] contains a NUL byte, which no OS
     /// accepts in a thread name.
     InvalidThreadName,
+    /// `max_blocking_threads(0)`: the blocking pool needs at least one thread.
+    ZeroBlockingThreads,
 }
 
 impl fmt::Display for BuildError {
@@ -150,6 +187,9 @@ impl fmt::Display for BuildError {
                 f.write_str("the global runtime has already been initialized")
             }
             BuildError::InvalidThreadName => f.write_str("thread names may not contain NUL bytes"),
+            BuildError::ZeroBlockingThreads => {
+                f.write_str("the blocking pool needs at least one thread")
+            }
         }
     }
 }

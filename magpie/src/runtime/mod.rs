@@ -1,25 +1,39 @@
 //! The runtime: a pool of worker threads and its handle, [`Runtime`].
 
+pub(crate) mod block_on;
+mod blocking;
 mod builder;
+pub(crate) mod context;
 mod global;
 pub(crate) mod registry;
 pub(crate) mod worker;
 
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::thread::JoinHandle;
+use std::future::Future;
+use std::thread::JoinHandle as ThreadHandle;
+use std::time::{Duration, Instant};
 
 pub use builder::{BuildError, Builder, MAX_WORKERS};
 
-use crate::queue::chase_lev;
+use crate::queue::{chase_lev, local};
 use crate::stats::Stats;
-use crate::sync::{barrier, lock, Arc, Mutex};
+use crate::sync::atomic::*;
+use crate::sync::{barrier, lock, Arc, AtomicUsize, Condvar, Mutex};
+use crate::task::closure::Closure;
+use crate::task::JoinHandle;
+use blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
 use registry::Registry;
 use worker::{WorkerSeed, WorkerThread};
 
-/// A pool of worker threads that runs fork-join jobs.
+/// A pool of worker threads that runs fork-join jobs, async tasks and submitted closures,
+/// plus a pool of blocking threads.
 ///
-/// Dropping a `Runtime` stops its workers once they run out of work and joins their threads.
+/// Dropping a `Runtime` shuts it down: every task still alive is cancelled (its future is
+/// dropped exactly once, its `JoinHandle` resolves to a cancelled [`JoinError`]), the
+/// workers exit and their threads are joined, and so are the blocking threads once their
+/// running closures return. [`Runtime::shutdown_timeout`] bounds the wait.
+///
+/// [`JoinError`]: crate::task::JoinError
 ///
 /// # Examples
 ///
@@ -30,7 +44,50 @@ use worker::{WorkerSeed, WorkerThread};
 /// ```
 pub struct Runtime {
     registry: Arc<Registry>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    threads: Mutex<Vec<ThreadHandle<()>>>,
+    /// Worker threads still running, signalled when one exits (for `shutdown_timeout`).
+    exits: Arc<ExitCount>,
+    /// Set by the first shutdown (`shutdown_timeout`, then `Drop`).
+    shut_down: bool,
+}
+
+/// Counts running worker threads so that shutdown can wait for them with a deadline.
+#[derive(Debug, Default)]
+struct ExitCount {
+    running: Mutex<usize>,
+    exited: Condvar,
+}
+
+impl ExitCount {
+    fn exited(&self) {
+        let mut running = lock(&self.running);
+        *running -= 1;
+        self.exited.notify_all();
+    }
+
+    /// Waits until no worker runs, or `deadline`. Returns whether none runs.
+    fn wait(&self, deadline: Option<Instant>) -> bool {
+        let mut running = lock(&self.running);
+        while *running > 0 {
+            running = match deadline {
+                None => match self.exited.wait(running) {
+                    Ok(guard) => guard,
+                    Err(poisoned) => poisoned.into_inner(),
+                },
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return false;
+                    }
+                    match self.exited.wait_timeout(running, left) {
+                        Ok((guard, _)) => guard,
+                        Err(poisoned) => poisoned.into_inner().0,
+                    }
+                }
+            };
+        }
+        true
+    }
 }
 
 impl fmt::Debug for Runtime {
@@ -44,6 +101,7 @@ impl fmt::Debug for Runtime {
 
 /// Numbers runtimes for their debug output.
 static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
+
 
 impl Runtime {
     /// A [`Builder`] with the defaults.
@@ -79,25 +137,45 @@ impl Runtime {
         if name.contains('\0') {
             return Err(BuildError::InvalidThreadName);
         }
+        let max_blocking = builder.max_blocking_threads.unwrap_or(DEFAULT_MAX_THREADS);
+        if max_blocking == 0 {
+            return Err(BuildError::ZeroBlockingThreads);
+        }
         // Before any worker can run a light barrier (sync/barrier.rs).
         barrier::init();
 
         let (owners, stealers): (Vec<_>, Vec<_>) = (0..n).map(|_| chase_lev::new()).unzip();
+        let (rings, ring_stealers): (Vec<_>, Vec<_>) = (0..n).map(|_| local::local()).unzip();
         let id = NEXT_ID.fetch_add(1, Relaxed);
-        let registry = Arc::new(Registry::new(stealers, id));
+        let blocking = BlockingPool::new(
+            max_blocking,
+            builder.blocking_keep_alive.unwrap_or(DEFAULT_KEEP_ALIVE),
+            name.to_owned(),
+            builder.stack_size,
+        );
+        let registry = Arc::new(Registry::new(stealers, ring_stealers, blocking, id));
+        let exits = Arc::new(ExitCount {
+            running: Mutex::new(n),
+            exited: Condvar::new(),
+        });
 
         let mut threads = Vec::with_capacity(n);
-        for (index, deque) in owners.into_iter().enumerate() {
+        for (index, (deque, ring)) in owners.into_iter().zip(rings).enumerate() {
             let seed = WorkerSeed {
                 index,
                 registry: registry.clone(),
                 deque,
+                ring,
             };
             let mut thread = std::thread::Builder::new().name(format!("{name}-{index}"));
             if let Some(bytes) = builder.stack_size {
                 thread = thread.stack_size(bytes);
             }
-            match thread.spawn(move || worker::run(seed)) {
+            let exits_here = exits.clone();
+            match thread.spawn(move || {
+                worker::run(seed);
+                exits_here.exited();
+            }) {
                 Ok(handle) => threads.push(handle),
                 Err(source) => {
                     // Stop the ones already running before reporting the failure. The
@@ -114,6 +192,8 @@ impl Runtime {
         Ok(Runtime {
             registry,
             threads: Mutex::new(threads),
+            exits,
+            shut_down: false,
         })
     }
 
@@ -158,33 +238,321 @@ impl Runtime {
     /// assert!(rt.stats().jobs_executed() >= 1);
     /// ```
     pub fn stats(&self) -> Stats {
+        let registry = &*self.registry;
         Stats {
-            workers: self
-                .registry
+            workers: registry
                 .counters
                 .iter()
-                .map(|c| c.snapshot())
+                .zip(registry.task_slots.iter())
+                .map(|(c, slots)| c.snapshot(slots.ring.len()))
                 .collect(),
+            tasks_alive: registry.owned.len() as u64,
+            inject_queue_depth: registry.task_inject.len() as u64,
+            timers_pending: registry.timers.pending() as u64,
+            blocking_threads: registry.blocking.threads() as u64,
+            blocking_queue_depth: registry.blocking.queue_depth() as u64,
+        }
+    }
+
+    /// Spawns `future` as a task on this runtime and returns its [`JoinHandle`].
+    ///
+    /// The task starts at once on a worker (it does not wait for the handle to be awaited).
+    /// Inside the task, [`spawn`](crate::spawn), [`join`](crate::join) and the timers use
+    /// this runtime. On a runtime that is shutting down, the future is dropped at once and
+    /// the handle resolves to a cancelled [`JoinError`](crate::task::JoinError).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let handle = rt.spawn(async {
+    ///     // Fork-join code runs inside tasks, on the same workers.
+    ///     let (a, b) = magpie::join(|| 20, || 22);
+    ///     a + b
+    /// });
+    /// assert_eq!(rt.block_on(handle).unwrap(), 42);
+    /// ```
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.registry.spawn(future)
+    }
+
+    /// Runs `future` to completion on the calling thread and returns its output. Tasks it
+    /// spawns with [`spawn`](crate::spawn), and its timers, use this runtime.
+    ///
+    /// # Panics
+    ///
+    /// If called on a worker thread of a magpie runtime: blocking a worker could deadlock
+    /// the runtime (await the future instead, or call `block_on` from
+    /// [`spawn_blocking`](Runtime::spawn_blocking)). A panic of `future` itself propagates.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let sum = rt.block_on(async {
+    ///     let a = magpie::spawn(async { 1 });
+    ///     let b = magpie::spawn(async { 2 });
+    ///     a.await.unwrap() + b.await.unwrap()
+    /// });
+    /// assert_eq!(sum, 3);
+    /// ```
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        block_on::assert_not_on_worker("Runtime::block_on");
+        let _enter = context::enter(&self.registry);
+        block_on::block_on_thread(future, "Runtime::block_on")
+    }
+
+    /// Runs the closure `f` as a task on this runtime (the task pool's *submit*) and returns
+    /// its [`JoinHandle`]. A panic in `f` is delivered through the handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let handle = rt.submit(|| (1..=100u64).sum::<u64>());
+    /// assert_eq!(handle.join().unwrap(), 5050);
+    /// ```
+    pub fn submit<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.registry.spawn(Closure::new(f))
+    }
+
+    /// Runs the closure `f` as a task queued on worker `worker` (the task pool's
+    /// *submit to worker*). The worker runs it unless an idle worker steals it first, as it
+    /// would any queued task.
+    ///
+    /// # Errors
+    ///
+    /// [`SubmitError::NoSuchWorker`] if `worker >= self.num_workers()`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let handle = rt.submit_to(1, || 7).unwrap();
+    /// assert_eq!(handle.join().unwrap(), 7);
+    ///
+    /// let err = rt.submit_to(2, || 7).unwrap_err();
+    /// assert_eq!(err.to_string(), "no worker 2: the runtime has 2 workers");
+    /// ```
+    pub fn submit_to<F, T>(&self, worker: usize, f: F) -> Result<JoinHandle<T>, SubmitError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let workers = self.num_workers();
+        if worker >= workers {
+            return Err(SubmitError::NoSuchWorker { worker, workers });
+        }
+        Ok(self.registry.spawn_to(worker, Closure::new(f)))
+    }
+
+    /// Runs the closure `f` on the blocking pool: separate threads (at most
+    /// [`Builder::max_blocking_threads`], 512 by default; idle ones exit after 10 s) for
+    /// work that blocks, such as file I/O or a synchronous library, so it never holds up a
+    /// worker. A panic in `f` is delivered through the handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+    /// let handle = rt.spawn_blocking(|| {
+    ///     assert_eq!(magpie::current_worker_index(), None); // not a worker
+    ///     std::fs::metadata(".").is_ok()
+    /// });
+    /// assert!(rt.block_on(handle).unwrap());
+    /// ```
+    pub fn spawn_blocking<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.registry.blocking.spawn(f)
+    }
+
+    /// Shuts the runtime down as dropping it does, but waits at most `timeout` for the
+    /// threads: workers still inside a long poll or job, and blocking closures still
+    /// running, are left to finish on their own (detached) after that.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let pending = rt.spawn(std::future::pending::<()>());
+    /// rt.shutdown_timeout(Duration::from_secs(5));
+    /// assert!(pending.join().unwrap_err().is_cancelled());
+    /// ```
+    pub fn shutdown_timeout(mut self, timeout: Duration) {
+        // A timeout too long to represent waits without a deadline.
+        self.shutdown(Instant::now().checked_add(timeout));
+    }
+
+    /// Shutdown: cancel every task, stop the blocking pool and the workers, wait for the
+    /// threads (until `deadline`, if any).
+    fn shutdown(&mut self, deadline: Option<Instant>) {
+        if std::mem::replace(&mut self.shut_down, true) {
+            return;
+        }
+        let registry = &*self.registry;
+        // 1. Every live task is cancelled; spawns are refused from now on.
+        registry.shutdown_tasks();
+        // 2. The workers run what is queued (cancelled tasks: no-ops), then exit.
+        registry.terminate();
+        // SAFETY: a non-null current worker is live during this call.
+        let on_own_worker = unsafe { WorkerThread::current().as_ref() }
+            .is_some_and(|w| std::ptr::eq(w.registry(), registry));
+        let threads = std::mem::take(&mut *lock(&self.threads));
+        if on_own_worker {
+            // Joining our own thread would deadlock; the workers exit on their own.
+            let _ = registry.blocking.shutdown(Some(Instant::now()));
+            return;
+        }
+        let workers_done = self.exits.wait(deadline);
+        // 3. Blocking closures that have not started are cancelled; running ones finish.
+        let blocking_done = registry.blocking.shutdown(deadline);
+        if workers_done {
+            for handle in threads {
+                // Workers catch every user panic; an `Err` here means magpie itself aborted.
+                let _ = handle.join();
+            }
+        }
+        if workers_done && blocking_done {
+            // Tasks are gone, so are their timers; drop any waker left behind.
+            registry.timers.clear();
         }
     }
 }
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        self.registry.terminate();
-        let threads = std::mem::take(&mut *lock(&self.threads));
-        // SAFETY: a non-null current worker is live during this call.
-        let on_own_worker = unsafe { WorkerThread::current().as_ref() }
-            .is_some_and(|w| std::ptr::eq(w.registry(), &*self.registry));
-        if on_own_worker {
-            // Joining our own thread would deadlock; the workers exit on their own.
-            return;
-        }
-        for handle in threads {
-            // Workers catch every user panic; an `Err` here means magpie itself aborted.
-            let _ = handle.join();
+        self.shutdown(None);
+    }
+}
+
+/// Why a closure could not be submitted.
+///
+/// # Examples
+///
+/// ```
+/// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+/// match rt.submit_to(5, || ()) {
+///     Err(magpie::SubmitError::NoSuchWorker { worker, workers }) => {
+///         assert_eq!((worker, workers), (5, 1));
+///     }
+///     other => panic!("unexpected: {other:?}"),
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SubmitError {
+    /// `submit_to(worker, ..)` named a worker the runtime does not have.
+    NoSuchWorker {
+        /// The index asked for.
+        worker: usize,
+        /// The runtime's worker count.
+        workers: usize,
+    },
+}
+
+impl fmt::Display for SubmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubmitError::NoSuchWorker { worker, workers } => {
+                write!(f, "no worker {worker}: the runtime has {workers} workers")
+            }
         }
     }
+}
+
+impl std::error::Error for SubmitError {}
+
+/// Spawns `future` as a task on the current runtime: the worker's own runtime on a worker
+/// thread, the runtime whose [`block_on`](Runtime::block_on) runs on this thread, or else the
+/// global default runtime.
+///
+/// # Examples
+///
+/// ```
+/// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+/// let total = rt.block_on(async {
+///     let handles: Vec<_> = (0..10u64).map(|i| magpie::spawn(async move { i * i })).collect();
+///     let mut total = 0;
+///     for handle in handles {
+///         total += handle.await.unwrap();
+///     }
+///     total
+/// });
+/// assert_eq!(total, 285);
+/// ```
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    context::current_registry().spawn(future)
+}
+
+/// Runs `future` to completion on the calling thread, on the current runtime (the one whose
+/// `block_on` is already running here, or else the global default runtime).
+///
+/// # Panics
+///
+/// As [`Runtime::block_on`]: on a worker thread.
+///
+/// # Examples
+///
+/// ```
+/// let answer = magpie::block_on(async { magpie::spawn(async { 42 }).await.unwrap() });
+/// assert_eq!(answer, 42);
+/// ```
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    block_on::assert_not_on_worker("magpie::block_on");
+    let registry = context::current_registry();
+    let _enter = context::enter(&registry);
+    block_on::block_on_thread(future, "magpie::block_on")
+}
+
+/// Runs the closure `f` as a task on the current runtime (see [`spawn`]).
+///
+/// # Examples
+///
+/// ```
+/// let handle = magpie::submit(|| "done");
+/// assert_eq!(handle.join().unwrap(), "done");
+/// ```
+pub fn submit<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    context::current_registry().spawn(Closure::new(f))
+}
+
+/// Runs the closure `f` on the current runtime's blocking pool (see
+/// [`Runtime::spawn_blocking`]).
+///
+/// # Examples
+///
+/// ```
+/// let handle = magpie::spawn_blocking(|| std::thread::current().name().map(str::to_owned));
+/// let name = handle.join().unwrap().unwrap();
+/// assert!(name.contains("blocking"));
+/// ```
+pub fn spawn_blocking<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    context::current_registry().blocking.spawn(f)
 }
 
 /// The global default runtime, which the free functions ([`join`](crate::join),

@@ -1,17 +1,45 @@
-//! The state one runtime's workers share: their deques' steal ends, the inject queue, the
-//! idle coordinator, the per-worker counters and the shutdown flag.
+//! The state one runtime's workers share: their queues' steal ends, the inject queues, the
+//! idle coordinator, the live-task list, the timers, the blocking pool, the per-worker
+//! counters and the shutdown flag.
+
+use std::ptr::{self, NonNull};
 
 use crate::join::job::{JobHeader, JobRef, StackJob};
 use crate::join::latch::LockLatch;
 use crate::queue::chase_lev::Stealer;
 use crate::queue::inject::Inject;
+use crate::queue::local;
 use crate::sleep::Sleep;
 use crate::stats::WorkerCounters;
 use crate::sync::atomic::*;
-use crate::sync::{Arc, AtomicBool};
+use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicUsize};
+use crate::task::notified::{new_task, Notified, Schedule};
+use crate::task::owned::OwnedTasks;
+use crate::task::raw::{Header, RawTask};
+use crate::task::JoinHandle;
+use crate::time::driver::{Driver, Rearm};
 use crate::util::CachePadded;
 
+use super::blocking::BlockingPool;
 use super::worker::WorkerThread;
+
+/// A task of this runtime, as its queues hold it.
+pub(crate) type Task = Notified<Arc<Registry>>;
+
+/// The parts of one worker's task queues that other threads reach.
+#[derive(Debug)]
+pub(crate) struct TaskSlots {
+    /// The LIFO slot: the task this worker woke or spawned last, run next. Owner: `swap` to
+    /// take (thieves may race it), plain store to fill an empty slot (only the owner fills).
+    /// Thieves take a task that sits here while the owner is busy (see `worker.rs`,
+    /// "the stranded LIFO task").
+    pub(crate) lifo: AtomicPtr<Header>,
+    /// The steal end of the worker's ring.
+    pub(crate) ring: local::Steal<Header>,
+    /// Tasks submitted to this worker by `submit_to`, from any thread. The owner drains it;
+    /// thieves may take from it too.
+    pub(crate) mailbox: Inject<NonNull<Header>>,
+}
 
 /// Shared by every worker of a runtime and by its `Runtime` handle.
 #[derive(Debug)]
@@ -19,26 +47,62 @@ pub(crate) struct Registry {
     pub(crate) stealers: Box<[Stealer<JobHeader>]>,
     /// Jobs from threads outside the pool (`install`, `join` called from outside).
     pub(crate) inject: Inject<JobRef>,
+    /// Tasks from threads outside the pool, and overflow from full rings.
+    pub(crate) task_inject: Inject<NonNull<Header>>,
+    /// Per worker.
+    pub(crate) task_slots: Box<[CachePadded<TaskSlots>]>,
     pub(crate) sleep: Sleep,
+    /// Every live task, for shutdown.
+    pub(crate) owned: OwnedTasks,
+    pub(crate) timers: Driver,
+    pub(crate) blocking: BlockingPool,
     /// Each worker's counters; the worker holds a second handle to its own.
     pub(crate) counters: Box<[Arc<CachePadded<WorkerCounters>>]>,
     /// Set once, by `Runtime::drop`; workers exit when they see it and find no work.
     terminating: AtomicBool,
+    /// Workers that have not exited yet; the last one out empties the task inject queue.
+    workers_alive: AtomicUsize,
     /// Distinguishes runtimes in thread names and debug output.
     pub(crate) id: usize,
 }
 
+// SAFETY: the raw task pointers in the queues stand for `Notified`s, which are `Send`;
+// everything else is `Sync` on its own.
+unsafe impl Send for Registry {}
+// SAFETY: as above.
+unsafe impl Sync for Registry {}
+
 impl Registry {
-    pub(crate) fn new(stealers: Vec<Stealer<JobHeader>>, id: usize) -> Registry {
+    pub(crate) fn new(
+        stealers: Vec<Stealer<JobHeader>>,
+        rings: Vec<local::Steal<Header>>,
+        blocking: BlockingPool,
+        id: usize,
+    ) -> Registry {
         let n = stealers.len();
         Registry {
             stealers: stealers.into_boxed_slice(),
             inject: Inject::new(),
+            task_inject: Inject::new(),
+            task_slots: rings
+                .into_iter()
+                .map(|ring| {
+                    CachePadded::new(TaskSlots {
+                        lifo: AtomicPtr::new(ptr::null_mut()),
+                        ring,
+                        mailbox: Inject::new(),
+                    })
+                })
+                .collect(),
             sleep: Sleep::new(n),
+            owned: OwnedTasks::new(n),
+            timers: Driver::new(),
+            blocking,
             counters: (0..n)
                 .map(|_| Arc::new(CachePadded::new(WorkerCounters::default())))
                 .collect(),
             terminating: AtomicBool::new(false),
+            workers_alive: AtomicUsize::new(n),
             id,
         }
     }
@@ -47,10 +111,22 @@ impl Registry {
         self.stealers.len()
     }
 
-    /// Whether any queue of this runtime holds a job (possibly stale: see the sleep README
-    /// for why the sleepers' recheck is still sound).
-    pub(crate) fn has_visible_work(&self) -> bool {
+    /// Whether any job queue of this runtime holds a job (possibly stale: see the sleep
+    /// README for why the sleepers' recheck is still sound).
+    pub(crate) fn has_visible_jobs(&self) -> bool {
         !self.inject.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+    }
+
+    /// Whether any task queue of this runtime holds a task (possibly stale, as above).
+    pub(crate) fn has_visible_tasks(&self) -> bool {
+        !self.task_inject.is_empty()
+            || self.task_slots.iter().any(|slots| {
+                !slots.ring.is_empty()
+                    || !slots.mailbox.is_empty()
+                    // Relaxed: a hint, like the lengths above; the heavy barrier before the
+                    // recheck orders it (sleep/README.md, R5).
+                    || !slots.lifo.load(Relaxed).is_null()
+            })
     }
 
     pub(crate) fn is_terminating(&self) -> bool {
@@ -67,12 +143,116 @@ impl Registry {
         }
     }
 
+    /// A worker thread is exiting. The last one closes the task inject queue and cancels
+    /// what is left in it (tasks woken from outside while the workers wound down).
+    pub(crate) fn worker_exited(&self) {
+        // AcqRel: the last one out sees every other worker's pushes (each decrements after
+        // its last push).
+        if self.workers_alive.fetch_sub(1, AcqRel) == 1 {
+            for ptr in self.task_inject.close() {
+                // SAFETY: the queue held this Notified's reference (see `push_remote`).
+                cancel_in_place(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) });
+            }
+            for slots in self.task_slots.iter() {
+                for ptr in slots.mailbox.close() {
+                    // SAFETY: as above.
+                    cancel_in_place(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) });
+                }
+            }
+        }
+    }
+
+    /// Cancels every live task (shutdown, step 1): each idle task's future is dropped here;
+    /// a running one is dropped by its worker when the poll returns; queued `Notified`s
+    /// become no-ops. From now on spawns are refused (they resolve to cancelled).
+    pub(crate) fn shutdown_tasks(&self) {
+        for task in self.owned.close_and_take_all() {
+            // SAFETY: `close_and_take_all` handed us the list's reference to each task.
+            unsafe { task.shutdown() }
+        }
+    }
+
     /// Queues a job from outside the pool and wakes a worker for it.
     pub(crate) fn inject(&self, job: JobRef) {
         if self.inject.push(job).is_err() {
             unreachable!("the job inject queue is never closed");
         }
         self.sleep.notify_work();
+    }
+
+    /// Queues a task from a thread that is not one of this runtime's workers.
+    pub(crate) fn push_remote(&self, task: Task) {
+        let ptr = task.into_raw().as_ptr();
+        match self.task_inject.push(ptr) {
+            Ok(()) => self.sleep.notify_task(),
+            // SAFETY: the refused pointer still carries the Notified's reference.
+            Err(ptr) => cancel_in_place(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) }),
+        }
+    }
+
+    /// Spawns `future` as a task of this runtime.
+    pub(crate) fn spawn<F>(self: &Arc<Registry>, future: F) -> JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (task, handle) = new_task(future, self.clone(), self.id);
+        // SAFETY: the new task's Notified holds a reference; it was never linked.
+        if unsafe { self.owned.bind(task.raw()) } {
+            self.schedule_task(task, false);
+        } else {
+            // Shutting down: the handle resolves to cancelled, the future is dropped here.
+            cancel_in_place(task);
+        }
+        handle
+    }
+
+    /// Spawns `future` onto worker `worker`'s mailbox (`submit_to`).
+    pub(crate) fn spawn_to<F>(self: &Arc<Registry>, worker: usize, future: F) -> JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (task, handle) = new_task(future, self.clone(), self.id);
+        // SAFETY: as in `spawn`.
+        if !unsafe { self.owned.bind(task.raw()) } {
+            cancel_in_place(task);
+            return handle;
+        }
+        let ptr = task.into_raw().as_ptr();
+        match self.task_slots[worker].mailbox.push(ptr) {
+            Ok(()) => {
+                // The owner may be asleep, and only it drains its mailbox promptly.
+                self.sleep.wake_worker(worker);
+                self.sleep.notify_task();
+            }
+            // SAFETY: the refused pointer still carries the Notified's reference.
+            Err(ptr) => cancel_in_place(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) }),
+        }
+        handle
+    }
+
+    /// Queues a woken (or new) task: on the current worker's own queues if this thread is
+    /// one of this runtime's workers, otherwise on the inject queue.
+    fn schedule_task(&self, task: Task, is_yield: bool) {
+        // SAFETY: a non-null current worker is live for the duration of this call.
+        match unsafe { WorkerThread::current().as_ref() } {
+            Some(worker) if ptr::eq(worker.registry(), self) => {
+                worker.schedule_local(task, is_yield)
+            }
+            _ => self.push_remote(task),
+        }
+    }
+
+    /// Wakes whoever must see a timer filed earlier than the driver's current deadline.
+    pub(crate) fn rearm_timers(&self, rearm: Rearm) {
+        match rearm {
+            Rearm::Nobody => {}
+            Rearm::Driver(worker) => self.sleep.wake_worker(worker),
+            Rearm::Anyone => {
+                self.sleep.wake_free_cold();
+            }
+        }
     }
 
     /// Runs `op` on a worker of this registry, from a thread that is not one of them, and
@@ -112,5 +292,27 @@ impl Registry {
             Some(worker) if std::ptr::eq(worker.registry(), self) => op(worker),
             _ => self.in_worker_cold(op),
         }
+    }
+}
+
+/// Cancels a task whose `Notified` cannot be queued (the runtime is shutting down): its
+/// future is dropped on this thread and its handle resolves to cancelled.
+pub(crate) fn cancel_in_place(task: Task) {
+    // SAFETY: the Notified's reference is handed to `shutdown`, which consumes it.
+    unsafe { task.into_raw().shutdown() }
+}
+
+impl Schedule for Arc<Registry> {
+    fn schedule(&self, task: Task) {
+        self.schedule_task(task, false);
+    }
+
+    fn yield_task(&self, task: Task) {
+        self.schedule_task(task, true);
+    }
+
+    fn release(&self, task: RawTask) -> bool {
+        // SAFETY: the completer holds a reference to `task`.
+        unsafe { self.owned.remove(task) }
     }
 }

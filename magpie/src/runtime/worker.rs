@@ -16,20 +16,24 @@
 //! steps 1 and 2.
 
 use std::cell::Cell;
-use std::ptr;
-use std::time::Duration;
+use std::ptr::{self, NonNull};
+use std::time::{Duration, Instant};
 
 use crate::join::job::{JobHeader, JobRef};
 use crate::join::latch::SpinLatch;
 use crate::queue::chase_lev::{self, Steal};
+use crate::queue::local::{self, Overflow};
 use crate::sleep::Wake;
-use crate::stats::{bump, WorkerCounters};
+use crate::stats::{bump, set, WorkerCounters};
+use crate::sync::atomic::*;
 use crate::sync::Arc;
+use crate::task::coop;
+use crate::task::raw::{Header, RawTask};
 use crate::util::rand::FastRand;
 use crate::util::unwind::AbortIfPanic;
 use crate::util::CachePadded;
 
-use super::registry::Registry;
+use super::registry::{cancel_in_place, Registry, Task, TaskSlots};
 
 /// Rounds of unsuccessful searching spent spinning before yielding, and before parking.
 /// Spinning briefly catches the next job of a fork-join computation without a futex round
@@ -50,9 +54,56 @@ const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
 /// in 64 otherwise). Measured in magpie-bench `fork-join` (fib, tree_sum); see BENCHMARKS.md.
 const STEAL_RESERVE: usize = 3;
 
+/// The most tasks a worker polls from its LIFO slot in a row before it takes one from the
+/// head of its ring (tokio and the seed: 3), so that two tasks waking each other cannot
+/// starve the rest of the ring.
+const MAX_LIFO_POLLS: u32 = 3;
+
+/// Bounds of the adaptive maintenance interval, in tasks (the seed's clamp).
+const MIN_INTERVAL: u32 = 8;
+const MAX_INTERVAL: u32 = 255;
+/// The interval a worker starts with, before it has measured any task.
+const INITIAL_INTERVAL: u32 = 61;
+/// How long a task may wait in the inject queue, about: the interval is this divided by the
+/// mean task time (the seed's target latency).
+const TARGET_LATENCY_NS: f64 = 1_000_000.0;
+/// Weight of the newest sample in the mean task time (the seed's EWMA alpha).
+const EWMA_ALPHA: f64 = 0.1;
+
+/// From this search round on, a thief also takes the task in a victim's LIFO slot (see
+/// "the stranded LIFO task" in `schedule_local`). Earlier rounds leave it to its owner, which
+/// runs it next unless it is stuck in a long poll.
+const LIFO_STEAL_ROUND: u32 = 4;
+
 thread_local! {
     /// The worker running on this thread, or null.
     static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
+}
+
+/// One unit of work found by the find-work order.
+enum Work {
+    Job(JobRef),
+    Task(Task),
+}
+
+/// The task scheduler's per-worker bookkeeping (single-threaded: plain cells).
+#[derive(Debug)]
+struct TaskState {
+    /// Tasks left to run before the next maintenance (inject check, timers, EWMA).
+    countdown: Cell<u32>,
+    /// The current maintenance interval, in tasks: clamp(1 ms / mean task time, 8, 255).
+    interval: Cell<u32>,
+    /// Mean task time in ns (EWMA), 0 before the first sample.
+    mean_task_ns: Cell<f64>,
+    /// When the current batch of tasks started (the last maintenance), if the worker has not
+    /// parked since.
+    batch_start: Cell<Option<Instant>>,
+    /// Tasks run since the last maintenance.
+    batch_tasks: Cell<u32>,
+    /// LIFO-slot polls in a row.
+    lifo_streak: Cell<u32>,
+    /// Whether a task is being polled on this worker (then its wakes go to the LIFO slot).
+    in_task: Cell<bool>,
 }
 
 /// A worker's private state. Lives on the worker thread's stack for the thread's lifetime;
@@ -64,7 +115,30 @@ pub(crate) struct WorkerThread {
     /// This worker's entry of `registry.counters`, one pointer away.
     counters: Arc<CachePadded<WorkerCounters>>,
     deque: chase_lev::Worker<JobHeader>,
+    /// The owner end of this worker's task ring.
+    ring: local::Local<Header>,
     rng: Cell<FastRand>,
+    tasks: TaskState,
+}
+
+/// Where a full ring sends half of its tasks: the inject queue, counted as an overflow.
+struct ToInject<'a> {
+    registry: &'a Registry,
+    counters: &'a WorkerCounters,
+}
+
+impl Overflow<Header> for ToInject<'_> {
+    fn push_batch(&self, items: impl Iterator<Item = NonNull<Header>>) {
+        bump(&self.counters.overflows);
+        if let Err(refused) = self.registry.task_inject.push_batch(items) {
+            // Closed: only after every worker has exited, so this is unreachable in
+            // practice; cancelling keeps every task accounted for anyway.
+            for ptr in refused {
+                // SAFETY: each pointer carries its Notified's reference (the ring held it).
+                cancel_in_place(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) });
+            }
+        }
+    }
 }
 
 impl WorkerThread {
@@ -80,6 +154,14 @@ impl WorkerThread {
 
     pub(crate) fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    pub(crate) fn registry_arc(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    fn slots(&self) -> &TaskSlots {
+        &self.registry.task_slots[self.index]
     }
 
     /// The publication policy of `join`: whether its second half should be made stealable.
@@ -123,17 +205,203 @@ impl WorkerThread {
         bump(&self.counters.jobs_executed);
     }
 
-    /// Steps 1-3 of the find-work order.
-    fn find_work(&self) -> Option<JobRef> {
-        self.pop()
-            .or_else(|| self.steal())
-            .or_else(|| self.registry.inject.pop())
+    // ---- tasks -------------------------------------------------------------------------
+
+    /// Queues a task woken or spawned on this worker.
+    ///
+    /// Woken by the task being polled here (not a yield), it goes to the LIFO slot and runs
+    /// next: a task that sends a message and the task that receives it then run back to back,
+    /// with the message hot in cache. The task it displaces, and every yield or wake from
+    /// outside a poll, goes to the back of the ring.
+    ///
+    /// **The stranded LIFO task** (tokio#4941). If the task that filled the slot keeps
+    /// running for a long time, the slot's task waits for it, while other workers may be
+    /// idle; tokio's slot cannot be stolen and the task waits indefinitely. Here the slot is
+    /// an atomic that thieves may empty (after [`LIFO_STEAL_ROUND`] rounds of searching, so
+    /// that an owner about to run it is not robbed), and filling it notifies the idle workers
+    /// like any other push, so an idle worker is awake to take it.
+    pub(crate) fn schedule_local(&self, task: Task, is_yield: bool) {
+        let ptr = task.into_raw().as_ptr();
+        if is_yield || !self.tasks.in_task.get() {
+            self.ring.push_back(ptr, &self.to_inject());
+        } else {
+            let slot = &self.slots().lifo;
+            // Relaxed: only this thread fills the slot, so a null seen here stays null until
+            // our store (a thief may only empty it).
+            if slot.load(Relaxed).is_null() {
+                // Release: publishes the task to a thief's Acquire swap in `steal_lifo`.
+                slot.store(ptr.as_ptr(), Release);
+            } else {
+                // AcqRel: Release as above; Acquire pairs with a thief that emptied the slot
+                // in between (then `prev` is null and there is nothing to move).
+                let prev = slot.swap(ptr.as_ptr(), AcqRel);
+                if let Some(prev) = NonNull::new(prev) {
+                    self.ring.push_back(prev, &self.to_inject());
+                }
+            }
+        }
+        self.registry.sleep.notify_task();
     }
 
-    /// One pass over every other worker, starting at a random one.
-    fn steal(&self) -> Option<JobRef> {
-        let stealers = &self.registry.stealers;
-        let n = stealers.len();
+    fn to_inject(&self) -> ToInject<'_> {
+        ToInject {
+            registry: &self.registry,
+            counters: &self.counters,
+        }
+    }
+
+    /// Takes the task in this worker's own LIFO slot.
+    fn take_lifo(&self) -> Option<Task> {
+        let slot = &self.slots().lifo;
+        // Relaxed: a cheap emptiness check; the swap decides.
+        if slot.load(Relaxed).is_null() {
+            return None;
+        }
+        // Acquire: pairs with a Release fill (ours, or nobody else's: only we fill it).
+        let ptr = NonNull::new(slot.swap(ptr::null_mut(), Acquire))?;
+        // SAFETY: the slot held this task's Notified (see `schedule_local`).
+        Some(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) })
+    }
+
+    /// Steps 2 and 3 of the find-work order for tasks: maintenance and the inject queue every
+    /// `interval` tasks, the LIFO slot (at most [`MAX_LIFO_POLLS`] in a row), the ring, the
+    /// mailbox, the inject queue.
+    fn next_task(&self) -> Option<Task> {
+        let state = &self.tasks;
+        if state.countdown.get() == 0 {
+            self.maintenance();
+            // Fairness: tasks from outside and submitted ones get a turn even while the
+            // local queues never run dry.
+            if let Some(task) = self.pull_mailbox().or_else(|| self.pull_inject()) {
+                return Some(task);
+            }
+        }
+        if state.lifo_streak.get() < MAX_LIFO_POLLS {
+            if let Some(task) = self.take_lifo() {
+                state.lifo_streak.set(state.lifo_streak.get() + 1);
+                bump(&self.counters.lifo_hits);
+                return Some(task);
+            }
+        }
+        state.lifo_streak.set(0);
+        if let Some(ptr) = self.ring.pop() {
+            // SAFETY: the ring holds Notified pointers (see `schedule_local`).
+            return Some(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) });
+        }
+        if let Some(task) = self.take_lifo() {
+            state.lifo_streak.set(1);
+            bump(&self.counters.lifo_hits);
+            return Some(task);
+        }
+        self.pull_mailbox().or_else(|| self.pull_inject())
+    }
+
+    /// Takes a task submitted to this worker.
+    fn pull_mailbox(&self) -> Option<Task> {
+        let ptr = self.slots().mailbox.pop()?;
+        // SAFETY: the mailbox holds Notified pointers (see `Registry::spawn_to`).
+        Some(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) })
+    }
+
+    /// Takes a batch from the inject queue: this worker's share (the queue's length divided
+    /// by the workers, plus one), as much as half its free ring allows. Returns the first and
+    /// queues the rest on the ring.
+    fn pull_inject(&self) -> Option<Task> {
+        let inject = &self.registry.task_inject;
+        if inject.is_empty() {
+            return None;
+        }
+        let share = inject.len() / self.registry.num_workers() + 1;
+        let room = self.ring.remaining_slots() / 2;
+        let batch = share.min(room).min(local::CAPACITY / 2);
+        let first = inject.pop()?;
+        bump(&self.counters.inject_pulls);
+        if batch > 1 {
+            inject.pop_batch(batch - 1, &mut IntoRing(self));
+        }
+        // SAFETY: the inject queue holds Notified pointers (see `Registry::push_remote`).
+        Some(unsafe { Task::from_raw(RawTask::from_ptr(first)) })
+    }
+
+    /// Polls a task once, with a fresh cooperative budget.
+    fn run_task(&self, task: Task) {
+        let state = &self.tasks;
+        state.countdown.set(state.countdown.get().saturating_sub(1));
+        state.batch_tasks.set(state.batch_tasks.get() + 1);
+        state.in_task.set(true);
+        // The harness catches every panic of user code.
+        let completed = coop::with_budget(|| task.run());
+        state.in_task.set(false);
+        bump(&self.counters.tasks_polled);
+        if completed {
+            bump(&self.counters.tasks_completed);
+        }
+    }
+
+    /// Every `interval` tasks: update the mean task time and the interval, and fire the
+    /// timers that are due (busy workers drive the timers too).
+    fn maintenance(&self) {
+        let state = &self.tasks;
+        let now = Instant::now();
+        if let Some(start) = state.batch_start.get() {
+            let tasks = state.batch_tasks.get().max(1);
+            let sample = now.duration_since(start).as_nanos() as f64 / f64::from(tasks);
+            let mean = match state.mean_task_ns.get() {
+                m if m == 0.0 => sample,
+                m => m + EWMA_ALPHA * (sample - m),
+            };
+            state.mean_task_ns.set(mean);
+            let interval = (TARGET_LATENCY_NS / mean.max(1.0))
+                .clamp(f64::from(MIN_INTERVAL), f64::from(MAX_INTERVAL));
+            state.interval.set(interval as u32);
+            set(&self.counters.interval, u64::from(state.interval.get()));
+            set(&self.counters.mean_task_ns, mean as u64);
+        }
+        state.batch_start.set(Some(now));
+        state.batch_tasks.set(0);
+        state.countdown.set(state.interval.get());
+        let timers = &self.registry.timers;
+        if timers.is_due() && timers.try_drive(self.index) {
+            timers.fire_due();
+            timers.release();
+        }
+    }
+
+    // ---- finding work ------------------------------------------------------------------
+
+    /// The find-work order of the main loop (see the module docs).
+    fn find_work(&self, search_round: u32) -> Option<Work> {
+        if let Some(job) = self.pop() {
+            return Some(Work::Job(job));
+        }
+        if let Some(task) = self.next_task() {
+            return Some(Work::Task(task));
+        }
+        if let Some(work) = self.steal(search_round >= LIFO_STEAL_ROUND, true) {
+            return Some(work);
+        }
+        if let Some(task) = self.pull_inject() {
+            return Some(Work::Task(task));
+        }
+        self.registry.inject.pop().map(Work::Job)
+    }
+
+    /// The find-work order inside `join`: jobs only (see `wait_until`).
+    fn find_job(&self) -> Option<JobRef> {
+        if let Some(job) = self.pop() {
+            return Some(job);
+        }
+        if let Some(Work::Job(job)) = self.steal(false, false) {
+            return Some(job);
+        }
+        self.registry.inject.pop()
+    }
+
+    /// One pass over every other worker, starting at a random one: its deque's oldest job,
+    /// then (with `tasks`) half of its ring, its mailbox, and (with `lifo`) its LIFO slot.
+    fn steal(&self, lifo: bool, tasks: bool) -> Option<Work> {
+        let registry = &*self.registry;
+        let n = registry.num_workers();
         if n <= 1 {
             return None;
         }
@@ -147,24 +415,67 @@ impl WorkerThread {
                 continue;
             }
             loop {
-                match stealers[victim].steal() {
+                match registry.stealers[victim].steal() {
                     Steal::Success(ptr) => {
                         bump(&counters.steal_attempts);
                         bump(&counters.jobs_stolen);
                         // SAFETY: only `JobRef::as_ptr` values are pushed.
-                        return Some(unsafe { JobRef::from_ptr(ptr) });
+                        return Some(Work::Job(unsafe { JobRef::from_ptr(ptr) }));
                     }
                     Steal::Empty => break,
                     Steal::Retry => bump(&counters.steal_attempts),
+                }
+            }
+            if !tasks {
+                continue;
+            }
+            let slots = &registry.task_slots[victim];
+            if !slots.ring.is_empty() {
+                let before = self.ring.len();
+                if let Some(ptr) = slots.ring.steal_into(&self.ring) {
+                    let moved = self.ring.len().saturating_sub(before) as u64;
+                    bump(&counters.steal_operations);
+                    counters.add(&counters.tasks_stolen, moved + 1);
+                    // SAFETY: rings hold Notified pointers.
+                    return Some(Work::Task(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) }));
+                }
+            }
+            if let Some(ptr) = slots.mailbox.pop() {
+                bump(&counters.steal_operations);
+                bump(&counters.tasks_stolen);
+                // SAFETY: mailboxes hold Notified pointers.
+                return Some(Work::Task(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) }));
+            }
+            if lifo && !slots.lifo.load(Relaxed).is_null() {
+                // Acquire: pairs with the owner's Release fill in `schedule_local`.
+                if let Some(ptr) = NonNull::new(slots.lifo.swap(ptr::null_mut(), Acquire)) {
+                    bump(&counters.steal_operations);
+                    bump(&counters.tasks_stolen);
+                    bump(&counters.lifo_steals);
+                    // SAFETY: LIFO slots hold Notified pointers.
+                    return Some(Work::Task(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) }));
                 }
             }
         }
         None
     }
 
+    fn run(&self, work: Work) {
+        match work {
+            Work::Job(job) => self.execute(job),
+            Work::Task(task) => self.run_task(task),
+        }
+    }
+
     /// Waits, without idling while work exists, until `latch` is set: the `join` whose second
     /// half was stolen. Runs jobs (its own, stolen ones, injected ones) meanwhile, and parks
     /// if there are none.
+    ///
+    /// It runs jobs only, never tasks: the stolen half is what this `join` waits for, and a
+    /// task's poll may take arbitrarily long (or block on something that needs this very
+    /// `join` to finish), which would delay the `join` for something unrelated to it. Tasks
+    /// queued on this worker meanwhile are stolen by the others (R6 in sleep/README.md makes
+    /// sure a worker that can run them is woken).
     #[inline]
     pub(crate) fn wait_until(&self, latch: &SpinLatch) {
         if !latch.probe() {
@@ -174,9 +485,15 @@ impl WorkerThread {
 
     #[cold]
     fn wait_until_cold(&self, latch: &SpinLatch) {
-        let mut idle = IdleLoop::new(self);
+        let sleep = &self.registry.sleep;
+        sleep.set_join_waiting(self.index, true);
+        // Tasks this worker queued are better run by someone else than wait for the join.
+        if self.has_local_tasks() {
+            sleep.notify_task();
+        }
+        let mut idle = IdleLoop::new(self, true);
         while !latch.probe() {
-            if let Some(job) = self.find_work() {
+            if let Some(job) = self.find_job() {
                 idle.found_work();
                 self.execute(job);
                 continue;
@@ -190,15 +507,21 @@ impl WorkerThread {
             }
         }
         idle.found_work();
+        sleep.set_join_waiting(self.index, false);
+    }
+
+    fn has_local_tasks(&self) -> bool {
+        // Relaxed: a hint.
+        !self.ring.is_empty() || !self.slots().lifo.load(Relaxed).is_null()
     }
 
     /// The main loop: find work, run it, park when there is none, until terminated.
     fn main_loop(&self) {
-        let mut idle = IdleLoop::new(self);
+        let mut idle = IdleLoop::new(self, false);
         loop {
-            if let Some(job) = self.find_work() {
+            if let Some(work) = self.find_work(idle.rounds) {
                 idle.found_work();
-                self.execute(job);
+                self.run(work);
                 continue;
             }
             if self.registry.is_terminating() {
@@ -212,20 +535,37 @@ impl WorkerThread {
     }
 }
 
+/// Lets `Inject::pop_batch` move tasks straight into the ring.
+struct IntoRing<'w>(&'w WorkerThread);
+
+impl Extend<NonNull<Header>> for IntoRing<'_> {
+    fn extend<I: IntoIterator<Item = NonNull<Header>>>(&mut self, items: I) {
+        let worker = self.0;
+        for ptr in items {
+            // The batch was sized to fit, so this does not overflow (if a thief is copying
+            // out, it may: the item then goes back to the inject queue, which is fine).
+            worker.ring.push_back(ptr, &worker.to_inject());
+        }
+    }
+}
+
 /// The spin → yield → park progression of one idle stretch, and the searching bookkeeping
 /// of the sleep protocol (R3, R4).
 struct IdleLoop<'w> {
     worker: &'w WorkerThread,
     rounds: u32,
     searching: bool,
+    /// Waiting inside `join`: never counts as a searcher and never drives the timers (R6).
+    join_wait: bool,
 }
 
 impl<'w> IdleLoop<'w> {
-    fn new(worker: &'w WorkerThread) -> IdleLoop<'w> {
+    fn new(worker: &'w WorkerThread, join_wait: bool) -> IdleLoop<'w> {
         IdleLoop {
             worker,
             rounds: 0,
             searching: false,
+            join_wait,
         }
     }
 
@@ -243,7 +583,7 @@ impl<'w> IdleLoop<'w> {
 
     /// One unsuccessful round: spin or yield. Returns false when it is time to park.
     fn spin(&mut self) -> bool {
-        if !self.searching {
+        if !self.searching && !self.join_wait {
             // R4: join the searchers if fewer than about half the workers search.
             self.searching = self.worker.registry.sleep.try_start_searching();
         }
@@ -262,25 +602,64 @@ impl<'w> IdleLoop<'w> {
     }
 
     /// Parks through the sleep protocol (R2, R5) until woken, then resumes as the wake says.
+    /// The first worker to park while nobody drives the timers drives them: it parks no
+    /// longer than the next deadline and fires what is due when it wakes.
     fn park(&mut self) {
         let worker = self.worker;
         let registry = &*worker.registry;
         let counters = &worker.counters;
+        let driving = !self.join_wait && registry.timers.try_drive(worker.index);
         let _ = registry.sleep.register_parked(worker.index, self.searching);
         self.searching = false;
-        // R5: recheck every queue after the heavy barrier in `register_parked`. If a job is
-        // visible, make sure someone (possibly us) is woken for it.
-        // (Our own bit is set, so this always wakes somebody, perhaps us.)
-        if registry.has_visible_work() {
+        // R5: recheck every queue after the heavy barrier in `register_parked`. If work is
+        // visible, make sure someone who can run it is woken (possibly us: our bit is set).
+        // Tasks wake only workers outside `join` (R6).
+        if registry.has_visible_jobs() {
             registry.sleep.wake_any_cold();
         }
+        if registry.has_visible_tasks() {
+            registry.sleep.wake_free_cold();
+        }
+        let timeout = if driving {
+            registry
+                .timers
+                .park_timeout()
+                .map_or(PARK_SAFETY_NET, |t| t.min(PARK_SAFETY_NET))
+        } else {
+            PARK_SAFETY_NET
+        };
         bump(&counters.parks);
-        match registry.sleep.park(worker.index, Some(PARK_SAFETY_NET)) {
+        let wake = registry.sleep.park(worker.index, Some(timeout));
+        bump(&counters.unparks);
+        if driving {
+            registry.timers.fire_due();
+            registry.timers.release();
+        }
+        match wake {
+            Wake::Searching if self.join_wait => self.shed_searching(),
             Wake::Searching => self.searching = true,
             Wake::Plain => {}
         }
-        bump(&counters.unparks);
         self.rounds = 0;
+        // Time parked is not task time.
+        worker.tasks.batch_start.set(None);
+    }
+
+    /// A worker waiting inside `join` was woken as a searcher. It never counts as one (R6),
+    /// so it gives the count back at once, and if it was the last searcher, it hands any
+    /// visible work on, as a searcher that parks would (R5): a publisher may have skipped
+    /// waking anyone because of our count.
+    fn shed_searching(&mut self) {
+        let registry = &*self.worker.registry;
+        if registry.sleep.stop_searching() {
+            crate::sync::barrier::heavy();
+            if registry.has_visible_jobs() {
+                registry.sleep.notify_work();
+            }
+            if registry.has_visible_tasks() {
+                registry.sleep.notify_task();
+            }
+        }
     }
 }
 
@@ -289,6 +668,7 @@ pub(crate) struct WorkerSeed {
     pub(crate) index: usize,
     pub(crate) registry: Arc<Registry>,
     pub(crate) deque: chase_lev::Worker<JobHeader>,
+    pub(crate) ring: local::Local<Header>,
 }
 
 /// The body of a worker thread.
@@ -299,9 +679,20 @@ pub(crate) fn run(seed: WorkerSeed) {
         rng: Cell::new(FastRand::for_worker(seed.index)),
         registry: seed.registry,
         deque: seed.deque,
+        ring: seed.ring,
+        tasks: TaskState {
+            countdown: Cell::new(INITIAL_INTERVAL),
+            interval: Cell::new(INITIAL_INTERVAL),
+            mean_task_ns: Cell::new(0.0),
+            batch_start: Cell::new(None),
+            batch_tasks: Cell::new(0),
+            lifo_streak: Cell::new(0),
+            in_task: Cell::new(false),
+        },
     };
+    set(&worker.counters.interval, u64::from(INITIAL_INTERVAL));
     CURRENT.with(|c| c.set(&worker));
-    // Jobs catch their users' panics; a panic escaping here is a bug in magpie.
+    // Jobs and tasks catch their users' panics; a panic escaping here is a bug in magpie.
     let guard = AbortIfPanic;
     worker.main_loop();
     std::mem::forget(guard);
@@ -309,5 +700,10 @@ pub(crate) fn run(seed: WorkerSeed) {
         worker.deque.is_empty(),
         "worker exited with jobs in its deque"
     );
+    debug_assert!(
+        !worker.has_local_tasks(),
+        "worker exited with tasks in its queues"
+    );
     CURRENT.with(|c| c.set(ptr::null()));
+    worker.registry.worker_exited();
 }

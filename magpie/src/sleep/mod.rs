@@ -55,6 +55,11 @@ impl IdleState {
 pub(crate) struct Sleep {
     state: CachePadded<AtomicU64>,
     idle: Box<[CachePadded<AtomicU64>]>,
+    /// Bit `i` is set while worker `i` waits inside `join` for a stolen half, where it runs
+    /// only jobs: waking it for a task would be wasted (R6 in the README). Written only by
+    /// worker `i`, Relaxed: a reader that saw `i`'s idle bit (Acquire, pairing with the
+    /// Release `fetch_or` in `register_parked`) sees the value `i` had when it parked.
+    join_waiting: Box<[CachePadded<AtomicU64>]>,
     parkers: Box<[CachePadded<Parker>]>,
     num_workers: usize,
 }
@@ -69,6 +74,9 @@ impl Sleep {
         Sleep {
             state: CachePadded::new(AtomicU64::new(num_workers as u64 * UNPARKED_ONE)),
             idle: (0..num_workers.div_ceil(64))
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            join_waiting: (0..num_workers.div_ceil(64))
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
             parkers: (0..num_workers)
@@ -136,12 +144,62 @@ impl Sleep {
         }
     }
 
+    /// Called after publishing a *task*: as [`Sleep::notify_work`], but wakes only a worker
+    /// that may run tasks, one not waiting inside `join` (R6).
+    #[inline]
+    pub(crate) fn notify_task(&self) {
+        // As in `notify_work`.
+        barrier::light();
+        // Acquire: as in `notify_work`.
+        let state = self.state.load(Acquire);
+        if state != self.saturated_state() {
+            self.notify_task_cold(IdleState(state));
+        }
+    }
+
+    #[cold]
+    fn notify_task_cold(&self, state: IdleState) {
+        if state.searching() == 0 && state.unparked() < self.num_workers {
+            self.wake_free_cold();
+        }
+    }
+
     /// Wakes one parked worker as a searcher, if one is parked. Returns whether it did.
     #[cold]
     pub(crate) fn wake_any_cold(&self) -> bool {
+        self.wake_cold(false)
+    }
+
+    /// Wakes one parked worker that is not waiting inside `join`, as a searcher, if there is
+    /// one (R6). Returns whether it did.
+    #[cold]
+    pub(crate) fn wake_free_cold(&self) -> bool {
+        self.wake_cold(true)
+    }
+
+    /// Marks worker `worker` as waiting inside `join` (R6), or not.
+    pub(crate) fn set_join_waiting(&self, worker: usize, waiting: bool) {
+        let word = &self.join_waiting[worker / 64];
+        let mask = 1u64 << (worker % 64);
+        // Relaxed: see the field's docs; the worker's own `register_parked` publishes it.
+        if waiting {
+            word.fetch_or(mask, Relaxed);
+        } else {
+            word.fetch_and(!mask, Relaxed);
+        }
+    }
+
+    fn wake_cold(&self, free_only: bool) -> bool {
         for (word_index, word) in self.idle.iter().enumerate() {
             // Acquire: pairs with the Release fetch_or in `register_parked`.
             let mut bits = word.load(Acquire);
+            let allowed = if free_only {
+                // Relaxed: ordered after the Acquire above (see the field's docs).
+                !self.join_waiting[word_index].load(Relaxed)
+            } else {
+                !0
+            };
+            bits &= allowed;
             while bits != 0 {
                 let bit = bits.trailing_zeros() as usize;
                 let mask = 1u64 << bit;
@@ -155,7 +213,7 @@ impl Sleep {
                     self.parkers[worker].unpark_searching();
                     return true;
                 }
-                bits = prev & !mask;
+                bits = prev & !mask & allowed;
             }
         }
         false

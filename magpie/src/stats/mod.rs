@@ -18,6 +18,17 @@ pub(crate) struct WorkerCounters {
     pub(crate) steal_attempts: AtomicU64,
     pub(crate) parks: AtomicU64,
     pub(crate) unparks: AtomicU64,
+    pub(crate) tasks_polled: AtomicU64,
+    pub(crate) tasks_completed: AtomicU64,
+    pub(crate) tasks_stolen: AtomicU64,
+    pub(crate) steal_operations: AtomicU64,
+    pub(crate) lifo_hits: AtomicU64,
+    pub(crate) lifo_steals: AtomicU64,
+    pub(crate) inject_pulls: AtomicU64,
+    pub(crate) overflows: AtomicU64,
+    /// Gauges, overwritten by the worker.
+    pub(crate) interval: AtomicU64,
+    pub(crate) mean_task_ns: AtomicU64,
 }
 
 /// Adds one to a counter that only the calling worker writes.
@@ -27,14 +38,40 @@ pub(crate) fn bump(counter: &AtomicU64) {
     counter.store(counter.load(Relaxed).wrapping_add(1), Relaxed);
 }
 
+/// Sets a gauge that only the calling worker writes.
+#[inline(always)]
+pub(crate) fn set(gauge: &AtomicU64, value: u64) {
+    // Relaxed: single writer; readers want no ordering.
+    gauge.store(value, Relaxed);
+}
+
 impl WorkerCounters {
-    pub(crate) fn snapshot(&self) -> WorkerStats {
+    /// Adds `n` to a counter that only the calling worker writes.
+    #[inline(always)]
+    pub(crate) fn add(&self, counter: &AtomicU64, n: u64) {
+        // Relaxed load and store: as in `bump`.
+        counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
+    }
+
+    /// A snapshot; `local_queue_depth` is read from the worker's ring by the caller.
+    pub(crate) fn snapshot(&self, local_queue_depth: usize) -> WorkerStats {
         WorkerStats {
             jobs_executed: self.jobs_executed.load(Relaxed),
             jobs_stolen: self.jobs_stolen.load(Relaxed),
             steal_attempts: self.steal_attempts.load(Relaxed),
             parks: self.parks.load(Relaxed),
             unparks: self.unparks.load(Relaxed),
+            tasks_polled: self.tasks_polled.load(Relaxed),
+            tasks_executed: self.tasks_completed.load(Relaxed),
+            tasks_stolen: self.tasks_stolen.load(Relaxed),
+            steal_operations: self.steal_operations.load(Relaxed),
+            lifo_hits: self.lifo_hits.load(Relaxed),
+            lifo_steals: self.lifo_steals.load(Relaxed),
+            inject_pulls: self.inject_pulls.load(Relaxed),
+            overflows: self.overflows.load(Relaxed),
+            global_queue_interval: self.interval.load(Relaxed),
+            mean_task_time_ns: self.mean_task_ns.load(Relaxed),
+            local_queue_depth: local_queue_depth as u64,
         }
     }
 }
@@ -67,6 +104,31 @@ pub struct WorkerStats {
     pub parks: u64,
     /// Times this worker woke up again.
     pub unparks: u64,
+    /// Task polls on this worker (a task that waits and is woken is polled several times).
+    pub tasks_polled: u64,
+    /// Tasks (async tasks and submitted closures) that finished on this worker: completed,
+    /// panicked, or dropped after being aborted.
+    pub tasks_executed: u64,
+    /// Tasks this worker took from other workers (ring halves, mailboxes, LIFO slots).
+    pub tasks_stolen: u64,
+    /// Successful task steal operations (one may move up to 128 tasks).
+    pub steal_operations: u64,
+    /// Tasks run from the LIFO slot.
+    pub lifo_hits: u64,
+    /// Tasks this worker took out of another worker's LIFO slot, because that worker was
+    /// busy in a long poll (the stranded-LIFO rescue; see ARCHITECTURE.md).
+    pub lifo_steals: u64,
+    /// Batches pulled from the global inject queue.
+    pub inject_pulls: u64,
+    /// Times the local ring was full and half of it moved to the inject queue.
+    pub overflows: u64,
+    /// The current adaptive interval, in tasks, between checks of the inject queue
+    /// (clamp(1 ms / mean task time, 8, 255)).
+    pub global_queue_interval: u64,
+    /// The mean task poll time in nanoseconds (EWMA, α = 0.1), 0 before the first sample.
+    pub mean_task_time_ns: u64,
+    /// Tasks queued in this worker's ring right now.
+    pub local_queue_depth: u64,
 }
 
 /// A snapshot of a runtime's statistics.
@@ -85,6 +147,16 @@ pub struct WorkerStats {
 pub struct Stats {
     /// One entry per worker, in worker-index order.
     pub workers: Vec<WorkerStats>,
+    /// Tasks spawned and not yet finished (pending, queued or running).
+    pub tasks_alive: u64,
+    /// Tasks waiting in the global inject queue.
+    pub inject_queue_depth: u64,
+    /// Timers filed and not yet fired or cancelled.
+    pub timers_pending: u64,
+    /// Threads of the blocking pool alive now.
+    pub blocking_threads: u64,
+    /// Closures queued on the blocking pool, not yet started.
+    pub blocking_queue_depth: u64,
 }
 
 impl Stats {
@@ -101,5 +173,20 @@ impl Stats {
     /// Times any worker parked.
     pub fn parks(&self) -> u64 {
         self.workers.iter().map(|w| w.parks).sum()
+    }
+
+    /// Tasks finished on all workers.
+    pub fn tasks_executed(&self) -> u64 {
+        self.workers.iter().map(|w| w.tasks_executed).sum()
+    }
+
+    /// Task polls on all workers.
+    pub fn tasks_polled(&self) -> u64 {
+        self.workers.iter().map(|w| w.tasks_polled).sum()
+    }
+
+    /// Tasks stolen by all workers.
+    pub fn tasks_stolen(&self) -> u64 {
+        self.workers.iter().map(|w| w.tasks_stolen).sum()
     }
 }

@@ -28,7 +28,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
 use super::error::JoinError;
-use super::notified::Schedule;
+use super::notified::{Notified, Schedule};
 use super::raw::{drop_payload, Cell, Core, RawTask, Trailer};
 use super::state::{State, TransitionToIdle, TransitionToRunning, TransitionToShutdown};
 use super::waker::waker_ref;
@@ -87,18 +87,25 @@ where
     }
 
     /// Runs the task once for the holder of its `Notified`, consuming the `Notified`'s
-    /// reference.
-    pub(crate) fn poll(self) {
+    /// reference. Returns whether the task completed.
+    pub(crate) fn poll(self) -> bool {
         match self.state().transition_to_running() {
             TransitionToRunning::Success => self.poll_future(),
-            TransitionToRunning::Cancelled => self.cancel(),
-            TransitionToRunning::Failed => {}
-            TransitionToRunning::Dealloc => self.dealloc(),
+            TransitionToRunning::Cancelled => {
+                self.cancel();
+                true
+            }
+            TransitionToRunning::Failed => false,
+            TransitionToRunning::Dealloc => {
+                self.dealloc();
+                false
+            }
         }
     }
 
     /// Polls the future once; this thread holds `RUNNING` and the `Notified`'s reference.
-    fn poll_future(self) {
+    /// Returns whether the task completed.
+    fn poll_future(self) -> bool {
         let polled = {
             // SAFETY: the poller's reference outlives the waker (it is dropped at the end of
             // this block, before any transition below gives that reference up); the waker's
@@ -113,14 +120,24 @@ where
         };
         match polled {
             Ok(Poll::Pending) => match self.state().transition_to_idle() {
-                TransitionToIdle::Ok => {}
+                TransitionToIdle::Ok => false,
                 TransitionToIdle::OkNotified => {
+                    // Woken while it ran (by itself, as `yield_now` does, or by someone
+                    // else): it goes to the back of the queue, behind the tasks that waited.
                     // SAFETY: state.rs invariant 1: the poller's reference now belongs to a
-                    // new Notified, with NOTIFIED set.
-                    unsafe { self.raw().schedule() }
+                    // new Notified, with NOTIFIED set; the scheduler type is `S`.
+                    let notified = unsafe { Notified::<S>::from_raw(self.raw()) };
+                    self.core().scheduler.yield_task(notified);
+                    false
                 }
-                TransitionToIdle::OkDealloc => self.dealloc(),
-                TransitionToIdle::Cancelled => self.cancel(),
+                TransitionToIdle::OkDealloc => {
+                    self.dealloc();
+                    false
+                }
+                TransitionToIdle::Cancelled => {
+                    self.cancel();
+                    true
+                }
             },
             Ok(Poll::Ready(output)) => {
                 // The output is the result; a panic from the future's destructor is not.
@@ -128,12 +145,14 @@ where
                     drop_payload(payload);
                 }
                 self.complete(Ok(output));
+                true
             }
             Err(payload) => {
                 if let Err(second) = self.drop_future() {
                     drop_payload(second);
                 }
                 self.complete(Err(JoinError::panic(payload)));
+                true
             }
         }
     }
@@ -184,6 +203,11 @@ where
                 // The handle was dropped while we read the waker, leaving it to us.
                 self.drop_join_waker();
             }
+        }
+        // Leave the owner's list of live tasks; if the list held a reference, it is ours now.
+        if self.core().scheduler.release(self.raw()) {
+            let last = self.state().ref_dec();
+            debug_assert!(!last, "the completer still holds a reference");
         }
         self.drop_reference();
     }

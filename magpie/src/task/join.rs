@@ -13,10 +13,21 @@ use super::state::TransitionToCancelled;
 /// An owned permission to wait for a task's output: a future resolving to
 /// `Ok(output)`, or to a [`JoinError`] if the task was cancelled or panicked.
 ///
+/// Await it from async code, or call [`JoinHandle::join`] to block a thread outside the pool.
 /// Dropping the handle detaches the task: it keeps running, and its output is dropped when
-/// it finishes (or at once, if it already has). (Re-exported from the crate root by the
-/// async-task issue.)
-#[allow(unreachable_pub)] // Re-exported by the async-task issue.
+/// it finishes (or at once, if it already has).
+///
+/// # Examples
+///
+/// ```
+/// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+/// let handle = rt.spawn(async { 6 * 7 });
+/// assert_eq!(handle.join().unwrap(), 42);
+///
+/// let failing = rt.spawn(async { panic!("boom") });
+/// let err = rt.block_on(failing).unwrap_err();
+/// assert!(err.is_panic());
+/// ```
 pub struct JoinHandle<T> {
     raw: RawTask,
     _output: PhantomData<T>,
@@ -32,7 +43,6 @@ unsafe impl<T: Send> Sync for JoinHandle<T> {}
 // The handle never pins the output: it moves it out.
 impl<T> Unpin for JoinHandle<T> {}
 
-#[allow(unreachable_pub)] // Re-exported by the async-task issue.
 impl<T> JoinHandle<T> {
     /// # Safety
     ///
@@ -49,6 +59,15 @@ impl<T> JoinHandle<T> {
     /// the next time it would have run) and the handle resolves to a cancelled `JoinError`.
     ///
     /// Aborting a finished task does nothing: the handle still yields its output.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// handle.abort();
+    /// assert!(handle.join().unwrap_err().is_cancelled());
+    /// ```
     pub fn abort(&self) {
         // SAFETY: raw.rs invariant 2: the handle holds a reference.
         match unsafe { self.raw.state() }.transition_to_cancelled() {
@@ -60,9 +79,41 @@ impl<T> JoinHandle<T> {
 
     /// Whether the task has finished (with an output, cancelled, or panicked), so that
     /// awaiting the handle will not wait.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+    /// let handle = rt.spawn(async { 1 });
+    /// while !handle.is_finished() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert_eq!(handle.join().unwrap(), 1);
+    /// ```
     pub fn is_finished(&self) -> bool {
         // SAFETY: raw.rs invariant 2: the handle holds a reference.
         unsafe { self.raw.state() }.load().is_complete()
+    }
+
+    /// Blocks the calling thread until the task finishes, and returns its output.
+    ///
+    /// For threads outside the pool; async code awaits the handle instead.
+    ///
+    /// # Panics
+    ///
+    /// If called on a worker thread of a magpie runtime: blocking a worker could deadlock
+    /// (the task may be queued behind the caller on that very worker).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let handle = rt.submit(|| (1..=10).product::<u64>());
+    /// assert_eq!(handle.join().unwrap(), 3_628_800);
+    /// ```
+    #[cfg(not(loom))]
+    pub fn join(self) -> Result<T, JoinError> {
+        crate::runtime::block_on::block_on_thread(self, "JoinHandle::join")
     }
 }
 
@@ -73,6 +124,9 @@ impl<T> Future for JoinHandle<T> {
     ///
     /// If polled again after it returned `Poll::Ready`.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // A ready handle is progress: it spends a unit of the cooperative budget, so a task
+        // awaiting many finished tasks in a loop still takes turns with the others.
+        let coop = std::task::ready!(super::coop::poll_proceed(cx));
         let mut output = Poll::Pending;
         // SAFETY: the handle holds a reference and JOIN_INTEREST, and `output` is a
         // `Poll<Result<T, JoinError>>` with `T` the task's output type (`from_raw`).
@@ -82,6 +136,9 @@ impl<T> Future for JoinHandle<T> {
                 cx.waker(),
             )
         };
+        if output.is_ready() {
+            coop.made_progress();
+        }
         output
     }
 }

@@ -1,27 +1,26 @@
-//! Tasks: heap-allocated, reference-counted futures (and submitted closures) that the
-//! workers poll.
+//! Tasks: futures (and submitted closures) that the workers poll, and their handles.
 //!
-//! What exists so far, tested but not yet used by the runtime: the state word
-//! ([`state`]), the one allocation and its type-erased pointer (`raw`), the harness that
-//! polls, cancels and completes a task (`harness`), its waker (`waker`), the scheduler's
-//! handle `Notified` and the `Schedule` trait (`notified`), and `JoinHandle` / `JoinError`.
-//! Still to come with the async-task issue: the cooperative budget, the blocking
-//! `JoinHandle::join`, and the wiring into the workers.
+//! The public part: [`JoinHandle`], [`JoinError`], [`yield_now`]. The rest is the machinery:
+//! the state word (`state`), the one allocation and its type-erased pointer (`raw`), the
+//! harness that polls, cancels and completes a task (`harness`), its waker (`waker`), the
+//! scheduler's handle `Notified` and the `Schedule` trait (`notified`), the runtime's list of
+//! live tasks (`owned`) and the cooperative budget (`coop`).
 
-#[allow(dead_code)] // Wired in by the async-task issue.
-pub(crate) mod error;
-#[allow(dead_code)] // Wired in by the async-task issue.
+pub(crate) mod closure;
+pub(crate) mod coop;
+mod error;
 pub(crate) mod harness;
-#[allow(dead_code)] // Wired in by the async-task issue.
-pub(crate) mod join;
-#[allow(dead_code)] // Wired in by the async-task issue.
+mod join;
 pub(crate) mod notified;
-#[allow(dead_code)] // Wired in by the async-task issue.
+pub(crate) mod owned;
 pub(crate) mod raw;
-#[allow(dead_code)] // Wired in by the async-task issue.
 pub(crate) mod state;
-#[allow(dead_code)] // Wired in by the async-task issue.
 pub(crate) mod waker;
+mod yield_now;
+
+pub use error::JoinError;
+pub use join::JoinHandle;
+pub use yield_now::{yield_now, YieldNow};
 
 #[cfg(all(test, loom))]
 mod loom_state;

@@ -15,6 +15,19 @@ use super::raw::RawTask;
 pub(crate) trait Schedule: Send + Sync + Sized + 'static {
     /// Queues `task` to be run once.
     fn schedule(&self, task: Notified<Self>);
+
+    /// Queues `task`, which was woken while it ran (it yielded): behind the tasks that are
+    /// waiting, rather than next.
+    fn yield_task(&self, task: Notified<Self>) {
+        self.schedule(task);
+    }
+
+    /// The task completed: removes it from the owner's list of live tasks, if it is in one.
+    /// Returns true if the list held a reference to it, which the caller then drops.
+    fn release(&self, task: RawTask) -> bool {
+        let _ = task;
+        false
+    }
 }
 
 /// The right to run a task once: one of the task's references, with its `NOTIFIED` bit
@@ -55,14 +68,21 @@ impl<S: Schedule> Notified<S> {
         raw
     }
 
-    /// Runs the task once: polls its future, or drops it if the task was aborted.
-    pub(crate) fn run(self) {
+    /// Runs the task once: polls its future, or drops it if the task was aborted. Returns
+    /// whether the task completed.
+    pub(crate) fn run(self) -> bool {
         let raw = self.into_raw();
         // SAFETY: the Notified's reference and NOTIFIED bit are handed to the poll.
         unsafe { raw.poll() }
     }
 
+    /// The task this handle runs.
+    pub(crate) fn raw(&self) -> RawTask {
+        self.raw
+    }
+
     /// The id of the task's owner, as given to [`new_task`].
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn owner_id(&self) -> usize {
         // SAFETY: raw.rs invariant 2: the Notified holds a reference.
         unsafe { self.raw.header() }.owner_id

@@ -26,8 +26,8 @@
 //!    references (state 5) for the whole call; a method that consumes the reference says so,
 //!    and the caller must not touch the task afterwards.
 //! 3. The stage is read and written only as state 2 and state 3 allow, the join waker slot
-//!    only as state 4 allows, and `queue_next` only by the queue that holds the task's
-//!    `Notified` (state 1: there is at most one).
+//!    only as state 4 allows, and `owned` only under the lock of the owner's task list
+//!    (`owned.rs`).
 //! 4. The cell is freed exactly once, by [`RawTask::dealloc`], called by the thread whose RMW
 //!    dropped the last reference (state 5). Freeing drops whatever the stage still holds (a
 //!    future never completed, or an output nobody read), the scheduler and the join waker.
@@ -42,6 +42,7 @@ use std::task::{Context, Poll, Waker};
 use super::error::JoinError;
 use super::harness::Harness;
 use super::notified::{Notified, Schedule};
+use super::owned::OwnedLink;
 use super::state::State;
 use crate::sync::UnsafeCell;
 use crate::util::unwind::{halt_unwinding, Payload};
@@ -58,11 +59,19 @@ pub(crate) struct Header {
     pub(crate) state: State,
     /// The typed functions for this task's `F` and `S` (invariant 1).
     pub(crate) vtable: &'static Vtable,
-    /// The next task in an intrusive queue (invariant 3). Unused until the runtime has one.
-    pub(crate) queue_next: UnsafeCell<Option<NonNull<Header>>>,
+    /// The task's links in its runtime's list of live tasks (invariant 3, `owned.rs`).
+    pub(crate) owned: UnsafeCell<OwnedLink>,
     /// The id of the runtime (or other owner) that spawned the task.
     pub(crate) owner_id: usize,
 }
+
+// SAFETY: a header is shared by every holder of the task, on any thread: its state word is
+// atomic, its vtable and owner id are immutable, and its `owned` links are touched only under
+// the owner list's lock (invariant 3). What the header stands for (the future and output)
+// is `Send` (`RawTask::new` requires it).
+unsafe impl Send for Header {}
+// SAFETY: as above.
+unsafe impl Sync for Header {}
 
 /// What the task is doing with its future: polling it, holding its result, or done.
 pub(crate) enum Stage<F: Future> {
@@ -98,7 +107,7 @@ pub(crate) struct Cell<F: Future, S> {
 /// The functions of one `Cell<F, S>` type, called with a pointer to its header.
 pub(crate) struct Vtable {
     /// Runs a `Notified` (consumes its reference): see [`RawTask::poll`].
-    pub(crate) poll: unsafe fn(NonNull<Header>),
+    pub(crate) poll: unsafe fn(NonNull<Header>) -> bool,
     /// Hands a new `Notified` to the scheduler: see [`RawTask::schedule`].
     pub(crate) schedule: unsafe fn(NonNull<Header>),
     /// Frees the task: see [`RawTask::dealloc`].
@@ -148,7 +157,7 @@ impl RawTask {
             header: Header {
                 state: State::new(),
                 vtable: vtable::<F, S>(),
-                queue_next: UnsafeCell::new(None),
+                owned: UnsafeCell::new(OwnedLink::default()),
                 owner_id,
             },
             core: Core {
@@ -208,7 +217,10 @@ impl RawTask {
     ///
     /// The caller is the holder of the task's `Notified` (its reference and `NOTIFIED`,
     /// state 1), which this consumes.
-    pub(crate) unsafe fn poll(self) {
+    ///
+    /// Returns whether the task completed in this run (its output, panic or cancellation is
+    /// now the handle's to read).
+    pub(crate) unsafe fn poll(self) -> bool {
         // SAFETY: invariant 2 (the Notified's reference); the vtable function is this task's
         // (invariant 1), and its contract is the caller's.
         unsafe { (self.header().vtable.poll)(self.ptr) }
@@ -281,6 +293,20 @@ impl RawTask {
             // SAFETY: that RMW dropped the last reference (state 5).
             unsafe { self.dealloc() }
         }
+    }
+
+    /// The header pointer, for queues that hold tasks as `NonNull<Header>`.
+    pub(crate) fn as_ptr(self) -> NonNull<Header> {
+        self.ptr
+    }
+
+    /// The task whose header is at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from [`RawTask::as_ptr`] of a task that is still allocated.
+    pub(crate) unsafe fn from_ptr(ptr: NonNull<Header>) -> RawTask {
+        RawTask { ptr }
     }
 
     /// A pointer to the cell of a `Cell<F, S>` task, for the harness.
@@ -429,7 +455,7 @@ pub(crate) fn drop_payload(payload: Payload) {
 /// # Safety
 ///
 /// As [`RawTask::poll`].
-unsafe fn poll<F, S>(ptr: NonNull<Header>)
+unsafe fn poll<F, S>(ptr: NonNull<Header>) -> bool
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,

@@ -124,6 +124,7 @@ pub(crate) struct Snapshot(usize);
 
 impl Snapshot {
     /// The raw word.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn bits(self) -> usize {
         self.0
     }

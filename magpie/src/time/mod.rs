@@ -1,16 +1,46 @@
-//! Time: the runtime's notion of "later".
+//! Timers: [`sleep`], [`sleep_until`], [`timeout`], [`interval`].
 //!
-//! Today this module holds only the data structure, [`wheel`]: a hierarchical timer wheel
-//! (6 levels × 64 slots, 1 ms resolution) that files deadlines and hands back the expired
-//! ones. It knows nothing of threads, wakers or clocks; the caller feeds it milliseconds.
+//! Each runtime files its timers in a hierarchical timer wheel (`wheel`: 6 levels × 64
+//! slots, 1 ms resolution, O(1) insert and cancel). There is no timer thread: the worker that
+//! parks while nobody drives the wheel parks with a timeout to the next deadline and fires
+//! what is due when it wakes, and busy workers fire due timers between tasks (`driver`).
+//! Timers never fire early, and dropping a timer future removes its entry at once.
 //!
-//! The async-task issue adds the rest on top of it: `sleep`, `timeout` and `interval`, and
-//! the driver, which the worker that parks last takes so that it parks with a timeout to
-//! [`wheel::Wheel::next_expiration`] and wakes the tasks whose timers expired (DESIGN.md,
-//! "Timers").
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//! use magpie::time::{sleep, timeout};
+//!
+//! let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+//! let answer = rt.block_on(async {
+//!     let slow = async {
+//!         sleep(Duration::from_secs(60)).await;
+//!         1
+//!     };
+//!     timeout(Duration::from_millis(5), slow).await.unwrap_or(0)
+//! });
+//! assert_eq!(answer, 0);
+//! ```
 
-#[allow(dead_code)] // Wired in by the async-task issue.
+#[cfg(not(loom))]
+pub(crate) mod driver;
+#[cfg(not(loom))]
+mod interval;
+#[cfg(not(loom))]
+mod sleep;
+#[cfg(not(loom))]
+mod timeout;
+// Some of the wheel's accessors serve only its tests.
+#[cfg_attr(any(loom, not(test)), allow(dead_code))]
 pub(crate) mod wheel;
+
+#[cfg(not(loom))]
+pub use interval::{interval, interval_at, Interval};
+#[cfg(not(loom))]
+pub use sleep::{sleep, sleep_until, Sleep};
+#[cfg(not(loom))]
+pub use timeout::{timeout, timeout_at, Elapsed, Timeout};
 
 #[cfg(all(test, not(loom)))]
 mod tests_wheel;

@@ -1,0 +1,70 @@
+//! Driving a future to completion on a thread outside the pool: `Runtime::block_on`,
+//! `magpie::block_on` and `JoinHandle::join`.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
+
+use super::worker::WorkerThread;
+use crate::sync::atomic::*;
+use crate::sync::{Arc as StdArc, AtomicBool};
+use crate::task::coop;
+
+/// Wakes the blocked thread.
+struct ThreadWaker {
+    thread: Thread,
+    woken: AtomicBool,
+}
+
+impl Wake for ThreadWaker {
+    fn wake(self: StdArc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &StdArc<Self>) {
+        // Release: pairs with the Acquire swap in `block_on_thread`, so what the waker's
+        // thread wrote before waking is visible to the next poll.
+        if !self.woken.swap(true, Release) {
+            self.thread.unpark();
+        }
+    }
+}
+
+/// Panics if the calling thread is a worker of any magpie runtime: blocking it could
+/// deadlock (what it waits for may be queued behind it on that worker).
+pub(crate) fn assert_not_on_worker(what: &str) {
+    if !WorkerThread::current().is_null() {
+        panic!(
+            "magpie: `{what}` called on a worker thread of a magpie runtime; blocking a worker \
+             could deadlock the runtime. Use `.await` inside async code, or call `{what}` from \
+             a thread outside the pool (e.g. from `spawn_blocking`)"
+        );
+    }
+}
+
+/// Polls `future` on this thread until it completes, parking between polls. Each poll gets
+/// a fresh cooperative budget.
+///
+/// # Panics
+///
+/// On a worker thread (see [`assert_not_on_worker`]); `what` names the caller in the message.
+pub(crate) fn block_on_thread<F: Future>(future: F, what: &str) -> F::Output {
+    assert_not_on_worker(what);
+    let mut future = pin!(future);
+    let signal = StdArc::new(ThreadWaker {
+        thread: thread::current(),
+        woken: AtomicBool::new(false),
+    });
+    let waker = Waker::from(signal.clone());
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(output) = coop::with_budget(|| future.as_mut().poll(&mut cx)) {
+            return output;
+        }
+        // Acquire: pairs with the Release swap in `wake_by_ref`.
+        while !signal.woken.swap(false, Acquire) {
+            thread::park();
+        }
+    }
+}

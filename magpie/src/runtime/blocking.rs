@@ -1,0 +1,248 @@
+//! The blocking pool: separate threads for closures that block (file I/O, a synchronous
+//! library call), so that they never hold up a worker.
+//!
+//! Threads are started on demand, up to a cap (default 512, as tokio), and an idle thread
+//! exits after a keep-alive (default 10 s). A blocking task is an ordinary task (one
+//! allocation, a `JoinHandle`), polled exactly once by a pool thread, so the closure's panic
+//! reaches the handle as a `JoinError` like any task's.
+//!
+//! Shutdown: queued closures that have not started are cancelled (their handles resolve to
+//! cancelled); running ones are waited for (up to `shutdown_timeout`), since a thread cannot
+//! be interrupted.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::sync::{lock, Arc, Condvar, Mutex};
+use crate::task::notified::{new_task, Notified, Schedule};
+use crate::task::JoinHandle;
+
+/// Default cap on blocking threads.
+pub(crate) const DEFAULT_MAX_THREADS: usize = 512;
+/// Default time an idle blocking thread waits for work before exiting.
+pub(crate) const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// A task that runs on the blocking pool.
+type BlockingTask = Notified<BlockingSchedule>;
+
+/// The blocking pool's scheduler: a woken blocking task goes back to the pool's queue.
+/// (In practice a blocking task is queued once, at spawn: it completes in its first poll.)
+#[derive(Clone)]
+pub(crate) struct BlockingSchedule {
+    pool: Arc<Inner>,
+}
+
+impl Schedule for BlockingSchedule {
+    fn schedule(&self, task: BlockingTask) {
+        self.pool.push(task);
+    }
+}
+
+/// A handle to the pool, held by the registry.
+pub(crate) struct BlockingPool {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Mutex<PoolState>,
+    /// Signalled when a task is queued or on shutdown.
+    work: Condvar,
+    /// Signalled when the last thread exits after shutdown.
+    exited: Condvar,
+    max_threads: usize,
+    keep_alive: Duration,
+    thread_name: String,
+    stack_size: Option<usize>,
+}
+
+#[derive(Default)]
+struct PoolState {
+    queue: VecDeque<BlockingTask>,
+    /// Threads alive.
+    threads: usize,
+    /// Threads waiting for work.
+    idle: usize,
+    /// Wakeups sent to idle threads and not yet consumed.
+    notified: usize,
+    shutdown: bool,
+}
+
+impl BlockingPool {
+    pub(crate) fn new(
+        max_threads: usize,
+        keep_alive: Duration,
+        thread_name: String,
+        stack_size: Option<usize>,
+    ) -> BlockingPool {
+        BlockingPool {
+            inner: Arc::new(Inner {
+                state: Mutex::new(PoolState::default()),
+                work: Condvar::new(),
+                exited: Condvar::new(),
+                max_threads: max_threads.max(1),
+                keep_alive,
+                thread_name,
+                stack_size,
+            }),
+        }
+    }
+
+    /// Runs `f` on a blocking thread.
+    pub(crate) fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let scheduler = BlockingSchedule {
+            pool: self.inner.clone(),
+        };
+        let (task, handle) = new_task(crate::task::closure::Closure::new(f), scheduler, 0);
+        self.inner.push(task);
+        handle
+    }
+
+    /// Threads alive now.
+    pub(crate) fn threads(&self) -> usize {
+        lock(&self.inner.state).threads
+    }
+
+    /// Tasks queued and not yet started.
+    pub(crate) fn queue_depth(&self) -> usize {
+        lock(&self.inner.state).queue.len()
+    }
+
+    /// Cancels what has not started, and waits until every thread has exited or `deadline`
+    /// passes. Returns whether every thread exited.
+    pub(crate) fn shutdown(&self, deadline: Option<Instant>) -> bool {
+        let cancelled = {
+            let mut state = lock(&self.inner.state);
+            state.shutdown = true;
+            self.inner.work.notify_all();
+            std::mem::take(&mut state.queue)
+        };
+        // Outside the lock: cancelling drops closures, user code.
+        for task in cancelled {
+            cancel(task);
+        }
+        let mut state = lock(&self.inner.state);
+        while state.threads > 0 {
+            state = match deadline {
+                None => match self.inner.exited.wait(state) {
+                    Ok(guard) => guard,
+                    Err(poisoned) => poisoned.into_inner(),
+                },
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return false;
+                    }
+                    match self.inner.exited.wait_timeout(state, left) {
+                        Ok((guard, _)) => guard,
+                        Err(poisoned) => poisoned.into_inner().0,
+                    }
+                }
+            };
+        }
+        true
+    }
+}
+
+/// Runs a task whose pool is shutting down: it is cancelled, its closure dropped here.
+fn cancel(task: BlockingTask) {
+    // SAFETY: the Notified's reference is handed to `shutdown`, which consumes it (the task
+    // is idle and notified, so it is claimed and cancelled in place).
+    unsafe { task.into_raw().shutdown() }
+}
+
+impl Inner {
+    fn push(self: &Arc<Inner>, task: BlockingTask) {
+        let mut state = lock(&self.state);
+        if state.shutdown {
+            drop(state);
+            cancel(task);
+            return;
+        }
+        state.queue.push_back(task);
+        if state.idle > state.notified {
+            state.notified += 1;
+            self.work.notify_one();
+        } else if state.threads < self.max_threads {
+            state.threads += 1;
+            let index = state.threads;
+            drop(state);
+            self.start_thread(index);
+        }
+        // Otherwise every thread is busy and the cap is reached: the task waits its turn.
+    }
+
+    fn start_thread(self: &Arc<Inner>, index: usize) {
+        let pool = self.clone();
+        let mut builder =
+            std::thread::Builder::new().name(format!("{}-blocking-{index}", self.thread_name));
+        if let Some(bytes) = self.stack_size {
+            builder = builder.stack_size(bytes);
+        }
+        if builder.spawn(move || pool.run()).is_err() {
+            // No thread: the queued task waits for a running thread, or for the next spawn
+            // (which tries again). If no thread is alive at all, run it here rather than
+            // leave its handle hanging.
+            let mut state = lock(&self.state);
+            state.threads -= 1;
+            if state.threads == 0 {
+                let queued = std::mem::take(&mut state.queue);
+                drop(state);
+                for task in queued {
+                    let _ = task.run();
+                }
+            }
+        }
+    }
+
+    /// A blocking thread's loop.
+    fn run(&self) {
+        let mut state = lock(&self.state);
+        loop {
+            if let Some(task) = state.queue.pop_front() {
+                drop(state);
+                let _ = task.run();
+                state = lock(&self.state);
+                continue;
+            }
+            if state.shutdown {
+                break;
+            }
+            state.idle += 1;
+            let (guard, timeout) = match self.work.wait_timeout(state, self.keep_alive) {
+                Ok((guard, result)) => (guard, result.timed_out()),
+                Err(poisoned) => {
+                    let (guard, result) = poisoned.into_inner();
+                    (guard, result.timed_out())
+                }
+            };
+            state = guard;
+            state.idle -= 1;
+            if state.notified > 0 {
+                state.notified -= 1;
+            } else if timeout && state.queue.is_empty() {
+                break;
+            }
+        }
+        state.threads -= 1;
+        if state.threads == 0 {
+            self.exited.notify_all();
+        }
+    }
+}
+
+impl fmt::Debug for BlockingPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = lock(&self.inner.state);
+        f.debug_struct("BlockingPool")
+            .field("threads", &state.threads)
+            .field("idle", &state.idle)
+            .field("queued", &state.queue.len())
+            .field("max_threads", &self.inner.max_threads)
+            .finish()
+    }
+}

@@ -1,0 +1,179 @@
+//! The list of a runtime's live tasks, so that shutdown can reach every task, also the ones
+//! that sit in no queue (waiting for a waker that may never fire).
+//!
+//! An intrusive doubly-linked list through each task's [`Header::owned`] links, split into
+//! shards by task address so that spawns and completions on different workers rarely meet on
+//! one lock (tokio's `OwnedTasks` is sharded the same way, for the same reason).
+//!
+//! # Invariants
+//!
+//! 1. A task's `owned` links are read and written only under the lock of its shard
+//!    ([`OwnedTasks::shard_of`] is a function of the task's address, so a task always maps
+//!    to the same shard).
+//! 2. While a task is linked, the list holds one of its references (taken in
+//!    [`OwnedTasks::bind`]), so a linked task is always allocated. Whoever unlinks it takes
+//!    that reference over: the completer ([`OwnedTasks::remove`] answers true) or shutdown
+//!    ([`OwnedTasks::close_and_take_all`]).
+//! 3. Once a shard is closed, `bind` refuses every task, so after
+//!    [`OwnedTasks::close_and_take_all`] no task is ever linked again.
+
+use std::ptr::NonNull;
+
+use super::raw::{Header, RawTask};
+use crate::sync::atomic::*;
+use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex};
+use crate::util::CachePadded;
+
+/// A task's links in its owner's list (invariant 1).
+#[derive(Debug, Default)]
+pub(crate) struct OwnedLink {
+    prev: Option<NonNull<Header>>,
+    next: Option<NonNull<Header>>,
+    linked: bool,
+}
+
+/// One shard: the head of its list and whether it is closed.
+#[derive(Debug, Default)]
+struct Shard {
+    head: Option<NonNull<Header>>,
+    closed: bool,
+}
+
+// SAFETY: the shard holds task pointers, touched only under its mutex (invariant 1), and
+// tasks are `Send` (their futures and outputs are, see `new_task`).
+unsafe impl Send for Shard {}
+
+/// Every live task of one runtime.
+#[derive(Debug)]
+pub(crate) struct OwnedTasks {
+    shards: Box<[CachePadded<Mutex<Shard>>]>,
+    /// `shards.len() - 1`; the length is a power of two.
+    mask: usize,
+    /// Linked tasks, for statistics. Relaxed: a gauge.
+    len: AtomicUsize,
+    /// Set by `close_and_take_all`; lets `bind` fail fast. The shard flags are the truth.
+    closed: AtomicBool,
+}
+
+impl OwnedTasks {
+    /// A list with enough shards for `workers` workers to rarely collide.
+    pub(crate) fn new(workers: usize) -> OwnedTasks {
+        let n = (workers * 4).next_power_of_two().clamp(4, 256);
+        OwnedTasks {
+            shards: (0..n)
+                .map(|_| CachePadded::new(Mutex::new(Shard::default())))
+                .collect(),
+            mask: n - 1,
+            len: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    fn shard_of(&self, task: RawTask) -> &Mutex<Shard> {
+        // Tasks are heap blocks of at least 64 bytes: drop the low bits, then mix so that
+        // consecutive allocations spread over the shards.
+        let addr = task.as_ptr().as_ptr() as usize >> 6;
+        let hash = addr.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize);
+        &self.shards[(hash >> 16) & self.mask]
+    }
+
+    /// Links a new task, taking a reference for the list (invariant 2). Returns false, and
+    /// takes nothing, if the list is closed: the runtime is shutting down.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a reference to `task`, which has never been linked.
+    pub(crate) unsafe fn bind(&self, task: RawTask) -> bool {
+        // Relaxed: only a shortcut; the shard's flag, read under its lock, decides.
+        if self.closed.load(Relaxed) {
+            return false;
+        }
+        let mut shard = lock(self.shard_of(task));
+        if shard.closed {
+            return false;
+        }
+        // SAFETY: the caller's reference keeps the task alive; the new reference is the
+        // list's (invariant 2).
+        unsafe { task.state() }.ref_inc();
+        let old_head = shard.head;
+        // SAFETY: invariant 1: we hold the shard lock; the task is not linked yet.
+        unsafe {
+            task.header().owned.with_mut(|link| {
+                *link = OwnedLink {
+                    prev: None,
+                    next: old_head,
+                    linked: true,
+                }
+            });
+            if let Some(head) = old_head {
+                head.as_ref().owned.with_mut(|link| (*link).prev = Some(task.as_ptr()));
+            }
+        }
+        shard.head = Some(task.as_ptr());
+        self.len.fetch_add(1, Relaxed);
+        true
+    }
+
+    /// Unlinks `task` if it is linked. Returns true if it was, in which case the caller now
+    /// holds the list's reference (invariant 2).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a reference to `task`.
+    pub(crate) unsafe fn remove(&self, task: RawTask) -> bool {
+        let mut shard = lock(self.shard_of(task));
+        // SAFETY: invariant 1 (the lock); the caller's reference keeps the task alive.
+        let unlinked = unsafe { Self::unlink(&mut shard, task.as_ptr()) };
+        if unlinked {
+            self.len.fetch_sub(1, Relaxed);
+        }
+        unlinked
+    }
+
+    /// # Safety
+    ///
+    /// `shard` is the locked shard of `task`, which is allocated.
+    unsafe fn unlink(shard: &mut Shard, task: NonNull<Header>) -> bool {
+        // SAFETY: the caller's contract; linked neighbours are allocated (invariant 2).
+        unsafe {
+            let link = task.as_ref().owned.with_mut(|link| std::mem::take(&mut *link));
+            if !link.linked {
+                return false;
+            }
+            match link.prev {
+                Some(prev) => prev.as_ref().owned.with_mut(|l| (*l).next = link.next),
+                None => shard.head = link.next,
+            }
+            if let Some(next) = link.next {
+                next.as_ref().owned.with_mut(|l| (*l).prev = link.prev);
+            }
+        }
+        true
+    }
+
+    /// Closes the list (invariant 3) and unlinks every task, handing the caller the list's
+    /// reference to each.
+    pub(crate) fn close_and_take_all(&self) -> Vec<RawTask> {
+        // Relaxed: see `bind`.
+        self.closed.store(true, Relaxed);
+        let mut tasks = Vec::new();
+        for shard in self.shards.iter() {
+            let mut shard = lock(shard);
+            shard.closed = true;
+            while let Some(head) = shard.head {
+                // SAFETY: invariant 1 (the lock) and invariant 2 (a linked task is live).
+                let unlinked = unsafe { Self::unlink(&mut shard, head) };
+                debug_assert!(unlinked);
+                // SAFETY: `head` was linked, so it is a task pointer.
+                tasks.push(unsafe { RawTask::from_ptr(head) });
+            }
+        }
+        self.len.fetch_sub(tasks.len(), Relaxed);
+        tasks
+    }
+
+    /// How many tasks are linked (a gauge).
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Relaxed)
+    }
+}

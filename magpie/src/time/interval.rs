@@ -1,0 +1,129 @@
+//! [`interval`] and the [`Interval`] stream of ticks.
+
+use std::fmt;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use super::sleep::Sleep;
+
+/// The shortest period: the timer resolution.
+const MIN_PERIOD: Duration = Duration::from_millis(1);
+
+/// A timer that ticks every `period`, the first tick at once.
+///
+/// A period below the 1 ms resolution (zero included) is rounded up to 1 ms. Ticks missed
+/// while the task was busy are delivered at once, one per `tick()`, until the schedule is
+/// caught up (tokio calls this "burst").
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+/// let start = Instant::now();
+/// rt.block_on(async {
+///     let mut ticks = magpie::time::interval(Duration::from_millis(2));
+///     for _ in 0..3 {
+///         ticks.tick().await;
+///     }
+/// });
+/// assert!(start.elapsed() >= Duration::from_millis(4)); // ticks at 0, 2 and 4 ms
+/// ```
+pub fn interval(period: Duration) -> Interval {
+    interval_at(Instant::now(), period)
+}
+
+/// A timer that ticks every `period`, the first tick at `start`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let start = Instant::now() + Duration::from_millis(1);
+/// let ticks = magpie::time::interval_at(start, Duration::from_secs(1));
+/// assert_eq!(ticks.period(), Duration::from_secs(1));
+/// ```
+pub fn interval_at(start: Instant, period: Duration) -> Interval {
+    Interval {
+        period: period.max(MIN_PERIOD),
+        next: start,
+        sleep: Sleep::new(start),
+    }
+}
+
+/// The timer returned by [`interval`].
+pub struct Interval {
+    period: Duration,
+    next: Instant,
+    sleep: Sleep,
+}
+
+impl Interval {
+    /// Waits for the next tick and returns the instant it was scheduled for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+    /// rt.block_on(async {
+    ///     let mut ticks = magpie::time::interval(Duration::from_millis(1));
+    ///     let first = ticks.tick().await;
+    ///     let second = ticks.tick().await;
+    ///     assert_eq!(second - first, Duration::from_millis(1));
+    /// });
+    /// ```
+    pub async fn tick(&mut self) -> Instant {
+        poll_fn(|cx| self.poll_tick(cx)).await
+    }
+
+    /// Polls for the next tick: the poll-based form of [`Interval::tick`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let mut ticks = magpie::time::interval(std::time::Duration::from_secs(60));
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(ticks.poll_tick(&mut cx).is_ready()); // the first tick is immediate
+    /// # drop(ticks);
+    /// ```
+    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+        match Pin::new(&mut self.sleep).poll(cx) {
+            Poll::Ready(()) => {
+                let tick = self.next;
+                self.next = tick.checked_add(self.period).unwrap_or(tick);
+                self.sleep.reset(self.next);
+                Poll::Ready(tick)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// The period between ticks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let ticks = magpie::time::interval(std::time::Duration::ZERO);
+    /// assert_eq!(ticks.period(), std::time::Duration::from_millis(1));
+    /// ```
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+}
+
+impl fmt::Debug for Interval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Interval")
+            .field("period", &self.period)
+            .field("next", &self.next)
+            .finish()
+    }
+}
