@@ -571,9 +571,10 @@ pub fn default_runtime() -> &'static Runtime {
     global::runtime()
 }
 
-/// The registry that free functions use on a thread outside any worker.
-pub(crate) fn current_registry() -> &'static Registry {
-    global::registry()
+/// The registry that free functions use on a thread outside any worker: the runtime whose
+/// `block_on` runs on this thread, else the global one.
+pub(crate) fn current_registry() -> Arc<Registry> {
+    context::current_registry()
 }
 
 /// The index of the worker running the calling thread, or `None` off the pool.

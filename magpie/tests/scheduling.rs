@@ -1,0 +1,180 @@
+//! Scheduling behaviour of async tasks that users can observe: the stranded-LIFO rescue
+//! (tokio#4941), a `join` waiting for a stolen half never running tasks, the LIFO slot and
+//! its cap, and the counters that describe all of it.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use common::{runtime, DEADLINE};
+
+/// Spins until `flag` is set or the deadline passes; returns whether it was set. The deadline
+/// only turns a hang into a failure.
+fn spin_until(flag: &AtomicBool) -> bool {
+    let deadline = Instant::now() + DEADLINE;
+    while !flag.load(SeqCst) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+    true
+}
+
+/// A task that wakes (here: spawns) another and then keeps its worker busy must not strand
+/// the other one in its LIFO slot: an idle worker takes it. In tokio this test hangs.
+#[test]
+fn a_task_in_the_lifo_slot_is_not_stranded_behind_a_long_poll() {
+    for round in 0..20 {
+        let rt = runtime(2);
+        let ran = Arc::new(AtomicBool::new(false));
+        let ran_in_task = ran.clone();
+        let outcome = rt.block_on(rt.spawn(async move {
+            let me = magpie::current_worker_index();
+            let flag = ran_in_task.clone();
+            // Spawned from inside a poll: goes to this worker's LIFO slot.
+            let child = magpie::spawn(async move {
+                flag.store(true, SeqCst);
+                magpie::current_worker_index()
+            });
+            // A long poll: block this worker until the child has run somewhere else.
+            let rescued = spin_until(&ran_in_task);
+            (me, rescued, child)
+        }));
+        let (me, rescued, child) = outcome.unwrap();
+        assert!(rescued, "round {round}: the child stayed in the LIFO slot");
+        let child_worker = rt.block_on(child).unwrap();
+        assert_ne!(child_worker, me, "round {round}: the child cannot have run on the blocked worker");
+        assert!(ran.load(SeqCst));
+        assert!(rt.stats().workers.iter().map(|w| w.lifo_steals).sum::<u64>() >= 1);
+    }
+}
+
+/// A worker waiting inside `join` for a stolen half runs only jobs: a task queued on it
+/// meanwhile runs elsewhere, or on it after the `join` returns, never inside the wait.
+#[test]
+fn a_worker_waiting_in_join_runs_no_tasks() {
+    for _ in 0..10 {
+        let rt = runtime(2);
+        let join_returned = Arc::new(AtomicBool::new(false));
+        let spawned = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let flags = (join_returned.clone(), spawned.clone());
+        let handle = rt.spawn(async move {
+            let (join_returned, spawned) = flags;
+            let waiter = magpie::current_worker_index().unwrap();
+            let seen = join_returned.clone();
+            magpie::join(
+                || {
+                    // Queue a task on this worker while the other half runs elsewhere.
+                    let _ = magpie::spawn(async move {
+                        tx.send((magpie::current_worker_index().unwrap(), seen.load(SeqCst)))
+                            .unwrap();
+                    });
+                    spawned.store(true, SeqCst);
+                },
+                || {
+                    // Keep the stolen half busy for a while, so the waiter does wait.
+                    if spin_until(&spawned) {
+                        let until = Instant::now() + Duration::from_millis(20);
+                        while Instant::now() < until {
+                            std::hint::spin_loop();
+                        }
+                    }
+                },
+            );
+            join_returned.store(true, SeqCst);
+            waiter
+        });
+        let waiter = rt.block_on(handle).unwrap();
+        let (ran_on, join_had_returned) = rx.recv_timeout(DEADLINE).unwrap();
+        assert!(
+            ran_on != waiter || join_had_returned,
+            "the task ran on worker {waiter} while it waited inside join"
+        );
+    }
+}
+
+/// Two tasks that wake each other run back to back through the LIFO slot, and the slot
+/// never runs more than 3 in a row: a third task queued behind them still gets its turns.
+#[test]
+fn ping_pong_uses_the_lifo_slot_without_starving_the_ring() {
+    let rt = runtime(1);
+    let rounds = 1_000;
+    let bystander_turns = Arc::new(AtomicUsize::new(0));
+    let turns = bystander_turns.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_bystander = stop.clone();
+    let bystander = rt.spawn(async move {
+        while !stop_bystander.load(SeqCst) {
+            turns.fetch_add(1, SeqCst);
+            magpie::task::yield_now().await;
+        }
+    });
+    let played = rt.block_on(rt.spawn(async move {
+        for _ in 0..rounds {
+            let (tx, rx) = futures::channel::oneshot::channel();
+            let _ = magpie::spawn(async move { tx.send(()).unwrap() });
+            rx.await.unwrap();
+        }
+        rounds
+    }));
+    stop.store(true, SeqCst);
+    rt.block_on(bystander).unwrap();
+    assert_eq!(played.unwrap(), rounds);
+    let stats = rt.stats();
+    assert!(stats.workers[0].lifo_hits >= rounds as u64 / 2, "{stats:?}");
+    // The bystander yields to the back of the ring; with at most 3 LIFO polls in a row it
+    // gets a turn at least every few rounds.
+    assert!(
+        bystander_turns.load(SeqCst) >= rounds / 4,
+        "the ring starved behind the LIFO slot: {} turns",
+        bystander_turns.load(SeqCst)
+    );
+}
+
+/// Tasks spawned from outside go through the inject queue and are counted as pulls; tasks
+/// spawned in bursts on one worker are stolen by the other.
+#[test]
+fn counters_describe_where_tasks_came_from() {
+    let rt = runtime(2);
+    let handles: Vec<_> = (0..1_000).map(|i| rt.spawn(async move { i })).collect();
+    for (i, handle) in handles.into_iter().enumerate() {
+        assert_eq!(handle.join().unwrap(), i);
+    }
+    let stats = rt.stats();
+    assert!(stats.workers.iter().map(|w| w.inject_pulls).sum::<u64>() >= 1);
+    assert_eq!(stats.tasks_executed(), 1_000, "{stats:?}");
+    assert!(stats.tasks_polled() >= 1_000);
+    for w in &stats.workers {
+        assert!((8..=255).contains(&w.global_queue_interval), "{w:?}");
+    }
+    assert_eq!(stats.tasks_alive, 0);
+}
+
+/// A burst larger than the ring (256) overflows half of it to the inject queue, and every
+/// task still runs exactly once.
+#[test]
+fn a_burst_overflows_the_ring_and_nothing_is_lost() {
+    let rt = runtime(1);
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    rt.block_on(rt.spawn(async move {
+        let handles: Vec<_> = (0..5_000)
+            .map(|_| {
+                let c = c.clone();
+                magpie::spawn(async move {
+                    c.fetch_add(1, SeqCst);
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.await.unwrap();
+        }
+    }))
+    .unwrap();
+    assert_eq!(count.load(SeqCst), 5_000);
+    assert!(rt.stats().workers[0].overflows >= 1);
+}
