@@ -1,15 +1,18 @@
 //! `magpie-bench`: side-by-side benchmarks of magpie against rayon, chili and plain
-//! sequential code.
+//! sequential code (fork-join), and against tokio, async-executor and the `futures` thread
+//! pool (async tasks).
 //!
 //! ```text
 //! cargo run --release -p magpie-bench -- fork-join [--workers N] [--samples K] [--quick]
 //! cargo run --release -p magpie-bench -- idle [--workers N] [--reps R]
 //! cargo run --release -p magpie-bench -- scale --workers 1,2,4,8,16 [--quick]
+//! cargo run --release -p magpie-bench -- async [--workers N] [--samples K] [--quick]
 //! ```
 //!
 //! The report goes to stdout as markdown (ready for BENCHMARKS.md), progress to stderr, and
 //! `--json PATH` writes the raw samples.
 
+mod async_rows;
 mod fork_join;
 mod harness;
 mod idle;
@@ -20,6 +23,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::async_rows::{AsyncImpl, AsyncPools, Row};
 use crate::fork_join::{FibWorkload, QuicksortWorkload, TreeSumWorkload};
 use crate::harness::{json, measure, measurement_json, render_measurement, Workload};
 use crate::pools::{Impl, Pools};
@@ -27,7 +31,8 @@ use crate::pools::{Impl, Pools};
 #[derive(Parser, Debug)]
 #[command(
     name = "magpie-bench",
-    about = "Benchmarks magpie against rayon, chili and sequential code"
+    about = "Benchmarks magpie against rayon, chili, tokio, async-executor, futures and \
+             sequential code"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -42,6 +47,9 @@ enum Command {
     Idle(IdleArgs),
     /// The fork-join workloads at several worker counts, with speedups over sequential.
     Scale(ScaleArgs),
+    /// Spawning, waking and yielding async tasks (tokio's scheduler benchmarks), and async
+    /// tasks that run fork-join work.
+    Async(AsyncArgs),
 }
 
 #[derive(Args, Debug)]
@@ -80,6 +88,31 @@ struct ScaleArgs {
     sampling: Sampling,
     #[command(flatten)]
     sizes: Sizes,
+}
+
+#[derive(Args, Debug)]
+struct AsyncArgs {
+    /// Worker threads per runtime or pool.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Rows to run.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "spawn_many_local,spawn_many_remote,yield_many,ping_pong,chained_spawn,mixed"
+    )]
+    only: Vec<Row>,
+    /// Implementations to run (magpie/peer ratios need magpie; tokio-rayon runs only `mixed`).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "magpie,tokio,async-executor,futures-pool,tokio-rayon"
+    )]
+    impls: Vec<AsyncImpl>,
+    #[command(flatten)]
+    sampling: Sampling,
 }
 
 #[derive(Args, Debug)]
@@ -233,16 +266,24 @@ impl MachineInfo {
     }
 
     fn print(&self, title: &str, workers: &str) {
+        self.print_with_pools(
+            title,
+            &format!(
+                "{workers} worker threads each (chili counts the calling thread as one of its \
+                 threads: it starts one fewer worker plus a heartbeat thread)"
+            ),
+        );
+    }
+
+    /// The header, with `pools` saying how many threads each pool has.
+    fn print_with_pools(&self, title: &str, pools: &str) {
         println!("## magpie-bench {title}\n");
         println!("- CPU: {} ({} logical CPUs available)", self.cpu, self.cpus);
         println!("- kernel: Linux {}", self.kernel);
         println!("- date: {}", self.date);
         println!("- command: `{}`", self.command);
         println!("- load average at start: {}", load_average());
-        println!(
-            "- pools: {workers} worker threads each (chili counts the calling thread as one \
-             of its threads: it starts one fewer worker plus a heartbeat thread)"
-        );
+        println!("- pools: {pools}");
         if cfg!(debug_assertions) {
             println!("- WARNING: debug build; run with --release for meaningful numbers");
         }
@@ -365,6 +406,48 @@ fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
     }
 }
 
+fn async_rows(args: &AsyncArgs, info: &MachineInfo) -> ExitCode {
+    let samples = args.sampling.samples();
+    info.print_with_pools(
+        "async",
+        &format!(
+            "{} worker threads each (async-executor: that many threads in `run`; \
+             tokio+rayon: that many tokio workers plus that many rayon threads)",
+            args.workers
+        ),
+    );
+    let pools = AsyncPools::new(args.workers);
+    let mut measurements = Vec::new();
+    for row in Row::ALL {
+        if !args.only.contains(&row) {
+            continue;
+        }
+        let measured =
+            async_rows::measure_row(row, &pools, &args.impls, args.sampling.warmup, samples);
+        if let Some(m) = measured {
+            println!("{}", async_rows::render_row(&m));
+            measurements.push(m);
+        }
+    }
+    println!("{}", async_rows::render_summary(&measurements));
+    println!(
+        "Medians and minima of wall time in ms over rotating rounds (each round runs every \
+         implementation once, first place rotating). magpie/this = magpie's median divided \
+         by this row's median; magpie/best = magpie's median divided by the fastest peer's: \
+         below 1.00, magpie is faster.\n"
+    );
+    print_load_after();
+    match &args.sampling.json {
+        Some(path) => write_json(
+            path,
+            info,
+            "async",
+            async_rows::measurements_json(&measurements),
+        ),
+        None => ExitCode::SUCCESS,
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let info = MachineInfo::collect();
@@ -372,6 +455,7 @@ fn main() -> ExitCode {
         Command::ForkJoin(a) => a.workers > 0,
         Command::Idle(a) => a.workers > 0,
         Command::Scale(_) => true,
+        Command::Async(a) => a.workers > 0,
     };
     if !workers_ok {
         eprintln!("--workers must be positive");
@@ -381,5 +465,6 @@ fn main() -> ExitCode {
         Command::ForkJoin(args) => fork_join(args, &info),
         Command::Idle(args) => idle(args, &info),
         Command::Scale(args) => scale(args, &info),
+        Command::Async(args) => async_rows(args, &info),
     }
 }

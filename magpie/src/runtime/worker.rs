@@ -346,9 +346,11 @@ impl WorkerThread {
         if let Some(start) = state.batch_start.get() {
             let tasks = state.batch_tasks.get().max(1);
             let sample = now.duration_since(start).as_nanos() as f64 / f64::from(tasks);
-            let mean = match state.mean_task_ns.get() {
-                m if m == 0.0 => sample,
-                m => m + EWMA_ALPHA * (sample - m),
+            let old = state.mean_task_ns.get();
+            let mean = if old > 0.0 {
+                old + EWMA_ALPHA * (sample - old)
+            } else {
+                sample
             };
             state.mean_task_ns.set(mean);
             let interval = (TARGET_LATENCY_NS / mean.max(1.0))

@@ -97,7 +97,27 @@ impl Pool {
     /// One worker's life: run jobs until `jobs_total` have run, parking when there are none.
     /// `searching` says whether it starts counted as a searcher. With `recheck` false it skips
     /// R5, which is the bug the negative control checks for.
-    fn worker(&self, index: usize, mut searching: bool, jobs_total: usize, recheck: bool) {
+    fn worker(&self, index: usize, searching: bool, jobs_total: usize, recheck: bool) {
+        self.worker_of(false, index, searching, jobs_total, recheck);
+    }
+
+    /// As [`Pool::worker`]; with `tasks`, the queue holds tasks and the worker follows the
+    /// task flavour of the rules (R6): `notify_task` and `wake_free_cold`.
+    fn worker_of(
+        &self,
+        tasks: bool,
+        index: usize,
+        mut searching: bool,
+        jobs_total: usize,
+        recheck: bool,
+    ) {
+        let notify = |sleep: &Sleep| {
+            if tasks {
+                sleep.notify_task()
+            } else {
+                sleep.notify_work()
+            }
+        };
         loop {
             if self.try_take() {
                 // Relaxed: the final counts are read after joining the threads.
@@ -106,7 +126,7 @@ impl Pool {
                 if searching {
                     searching = false;
                     if self.sleep.stop_searching() {
-                        self.sleep.notify_work();
+                        notify(&self.sleep);
                     }
                 }
                 if ran == jobs_total {
@@ -131,7 +151,11 @@ impl Pool {
             searching = false;
             // R5.
             if recheck && self.has_jobs() {
-                self.sleep.wake_any_cold();
+                if tasks {
+                    self.sleep.wake_free_cold();
+                } else {
+                    self.sleep.wake_any_cold();
+                }
             }
             if self.sleep.park(index, None) == Wake::Searching {
                 searching = true;
@@ -140,6 +164,35 @@ impl Pool {
         if searching {
             let _ = self.sleep.stop_searching();
         }
+    }
+
+    /// Queues a task and applies R1 in its task flavour (R6).
+    fn publish_task(&self) {
+        // Relaxed: as in `publish`.
+        self.jobs.fetch_add(1, Relaxed);
+        self.sleep.notify_task();
+    }
+
+    /// A worker waiting inside `join` (R6): it never runs tasks and never counts as a
+    /// searcher; woken as one, it sheds the count and hands visible tasks on, as
+    /// `IdleLoop::shed_searching` does. It parks until the pool is done.
+    fn join_waiter(&self, index: usize) {
+        self.sleep.set_join_waiting(index, true);
+        // Acquire: pairs with the Release store of `done`.
+        while !self.done.load(Acquire) {
+            let _ = self.sleep.register_parked(index, false);
+            // R5 for tasks: wake only a worker that may run them.
+            if self.has_jobs() {
+                self.sleep.wake_free_cold();
+            }
+            if self.sleep.park(index, None) == Wake::Searching && self.sleep.stop_searching() {
+                barrier::heavy();
+                if self.has_jobs() {
+                    self.sleep.notify_task();
+                }
+            }
+        }
+        self.sleep.set_join_waiting(index, false);
     }
 
     /// Checks the end state: every job ran once, and every worker left the coordinator
@@ -203,6 +256,22 @@ fn loom_two_jobs_two_sleepers() {
             first.join().unwrap();
             second.join().unwrap();
             pool.check_quiescent(2);
+        });
+    });
+}
+
+#[test]
+fn loom_task_published_while_a_join_waiter_and_a_free_worker_park() {
+    // R6: worker 0 waits inside `join` and never runs tasks; worker 1 is free. A task
+    // published while both go to sleep must wake worker 1, never strand behind worker 0.
+    model(Some(2), || {
+        with_pool(2, |pool| {
+            let waiter = spawn(pool, |pool| pool.join_waiter(0));
+            let free = spawn(pool, |pool| pool.worker_of(true, 1, false, 1, true));
+            pool.publish_task();
+            free.join().unwrap();
+            waiter.join().unwrap();
+            pool.check_quiescent(1);
         });
     });
 }
