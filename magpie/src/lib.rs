@@ -1,14 +1,20 @@
-//! magpie: a work-stealing runtime for fork-join parallelism.
+//! magpie: a work-stealing runtime for fork-join parallelism and async tasks, on one pool of
+//! workers.
 //!
-//! One pool of worker threads runs fork-join code: [`join`] two closures, or [`scope`] any
-//! number of jobs that borrow from the stack. (Async tasks, parallel iterators and a task pool
-//! come next on the same workers; see the project README.)
+//! One pool of worker threads runs fork-join code ([`join`] two closures, or [`scope`] any
+//! number of jobs that borrow from the stack), async tasks ([`spawn`], [`block_on`],
+//! [`JoinHandle`], [`time`]), and submitted closures ([`Runtime::submit`],
+//! [`Runtime::submit_to`]). An async task may call `join` directly, and parallel code may
+//! spawn futures: both worlds share the workers, the queues and the statistics. Closures that
+//! block go to a separate, bounded pool ([`spawn_blocking`]).
 //!
 //! # A tour
 //!
 //! ```
+//! use std::time::Duration;
+//!
 //! // The free functions use the global runtime (one worker per CPU) unless called on a
-//! // worker of another runtime.
+//! // worker of another runtime, or inside another runtime's `block_on`.
 //! fn fib(n: u64) -> u64 {
 //!     if n < 2 {
 //!         return n;
@@ -33,9 +39,31 @@
 //! });
 //! assert_eq!(halves, [55, 89]);
 //!
+//! // Async tasks on the same workers; a task may run fork-join code directly.
+//! let total = rt.block_on(async {
+//!     let requests: Vec<_> = (20..25)
+//!         .map(|n| magpie::spawn(async move { fib(n) }))
+//!         .collect();
+//!     magpie::time::sleep(Duration::from_millis(1)).await;
+//!     let mut total = 0;
+//!     for request in requests {
+//!         total += request.await.unwrap();
+//!     }
+//!     total
+//! });
+//! assert_eq!(total, 6765 + 10946 + 17711 + 28657 + 46368);
+//!
+//! // Closures as tasks, on any worker or a chosen one; a panic comes back as a JoinError.
+//! assert_eq!(rt.submit_to(1, || 6 * 7).unwrap().join().unwrap(), 42);
+//! let failed = rt.submit(|| -> u32 { panic!("bad input") }).join().unwrap_err();
+//! assert!(failed.is_panic());
+//!
 //! // Every worker counts what it did.
 //! for (i, w) in rt.stats().workers.iter().enumerate() {
-//!     println!("worker {i}: {} jobs, {} stolen", w.jobs_executed, w.jobs_stolen);
+//!     println!(
+//!         "worker {i}: {} jobs, {} tasks, {} stolen",
+//!         w.jobs_executed, w.tasks_executed, w.jobs_stolen + w.tasks_stolen
+//!     );
 //! }
 //! # Ok::<(), magpie::BuildError>(())
 //! ```
@@ -47,9 +75,16 @@
 //! cost no hardware fence: the thieves pay for synchronisation instead, with a process-wide
 //! `membarrier`. Once a worker offers a few stealable jobs (its oldest, largest pieces of
 //! work), deeper joins skip the deque and run both halves inline, which makes a `join` cost
-//! about as much as two function calls. Idle workers spin briefly, then park; a small
-//! protocol (searching count, idle bitmap) wakes exactly as many as there is work for.
-//! ARCHITECTURE.md in the repository tells the whole story.
+//! about as much as two function calls.
+//!
+//! Tasks follow tokio's scheduler: a task woken by the task running on a worker goes to that
+//! worker's LIFO slot and runs next; others queue in a 256-slot ring, FIFO, overflowing half
+//! to a global inject queue, which each worker checks every 8 to 255 tasks depending on how
+//! long its tasks take. Idle workers steal half a ring at a time, and, unlike tokio, also
+//! rescue a task left in the LIFO slot of a worker stuck in a long poll. Idle workers spin
+//! briefly, then park; a small protocol (searching count, idle bitmap) wakes exactly as many
+//! as there is work for, and the last one to park drives the timers. ARCHITECTURE.md in the
+//! repository tells the whole story.
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]

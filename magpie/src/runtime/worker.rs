@@ -1,19 +1,28 @@
 //! A worker thread: its private state, its main loop, and the find-work order (policy; the
 //! queues themselves are mechanism, in `crate::queue`).
 //!
-//! Find-work order, cheapest first:
+//! A worker owns a Chase-Lev deque of *jobs* (fork-join halves, scope spawns) and, for
+//! *tasks* (futures, submitted closures), a LIFO slot and a 256-slot ring; it shares a mailbox
+//! for `submit_to`. Find-work order in the main loop, cheapest first:
 //!
 //! 1. the worker's own deque, LIFO: the job it forked last is hot in cache and, in
 //!    fork-join code, the smallest piece, which keeps the stack shallow;
-//! 2. a steal from the deque of a random victim (FastRand + Lemire), trying every other
-//!    worker once starting there: the top of a deque is the oldest and largest piece;
-//! 3. the inject queue: work from outside the pool (`install`, a `join` called from outside);
-//! 4. spin, then yield, then park through the sleep protocol (`crate::sleep`).
+//! 2. every `interval` tasks, maintenance: the mean task time (EWMA) sets the interval
+//!    (clamp(1 ms / mean, 8, 255), the seed's rule), due timers fire, and the mailbox and the
+//!    inject queue are looked at *first*, so tasks from outside wait about 1 ms at most even
+//!    while the local queues never run dry;
+//! 3. the LIFO slot (at most [`MAX_LIFO_POLLS`] in a row), then the ring, FIFO; then the
+//!    mailbox and the inject queue (a batch: this worker's share, into the ring);
+//! 4. a steal from a random victim (FastRand + Lemire), trying every other worker once
+//!    starting there: the oldest job of its deque, else half of its ring (at most 128), else
+//!    its mailbox, else (after a few search rounds) its LIFO slot;
+//! 5. the inject queues once more (tasks, then jobs: `install` from outside);
+//! 6. spin, then yield, then park through the sleep protocol (`crate::sleep`); the first
+//!    worker to park while nobody drives the timers parks with a timeout to the next
+//!    deadline and fires the due timers when it wakes.
 //!
-//! The inject queue comes after stealing because in fork-join code the jobs already in the
-//! pool are what the threads blocked in `install` are waiting for; finishing them first
-//! shortens everyone's wait. The async side (see DESIGN.md) adds its task queues between
-//! steps 1 and 2.
+//! A worker waiting inside `join` for a stolen half follows a shorter order: its deque, the
+//! other deques, the job inject queue. It never runs tasks (see `wait_until`).
 
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
