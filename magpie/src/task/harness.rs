@@ -179,6 +179,13 @@ where
         // SAFETY: state.rs invariant 2: this thread still holds RUNNING, and the future is
         // gone (every caller dropped it).
         unsafe { self.core().store_output(result) };
+        // Leave the owner's list of live tasks before the handle can see the task complete,
+        // so that a caller who awaited every handle sees none alive. If the list held a
+        // reference, it is ours now; we still hold our own, so it is not the last.
+        if self.core().scheduler.release(self.raw()) {
+            let last = self.state().ref_dec();
+            debug_assert!(!last, "the completer still holds a reference");
+        }
         let snapshot = self.state().transition_to_complete();
         if !snapshot.is_join_interested() {
             // State.rs invariant 3: the handle gave up first, so the output is ours to drop.
@@ -203,11 +210,6 @@ where
                 // The handle was dropped while we read the waker, leaving it to us.
                 self.drop_join_waker();
             }
-        }
-        // Leave the owner's list of live tasks; if the list held a reference, it is ours now.
-        if self.core().scheduler.release(self.raw()) {
-            let last = self.state().ref_dec();
-            debug_assert!(!last, "the completer still holds a reference");
         }
         self.drop_reference();
     }

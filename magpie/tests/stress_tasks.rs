@@ -1,0 +1,190 @@
+//! Stress: async tasks across worker counts, with exact accounting. Runs in debug with
+//! `cargo test` and again in release (larger sizes) from `scripts/test.sh`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+const WORKER_COUNTS: [usize; 5] = [1, 2, 3, 4, 8];
+
+fn runtime(workers: usize) -> magpie::Runtime {
+    magpie::Runtime::builder()
+        .worker_threads(workers)
+        .build()
+        .expect("runtime")
+}
+
+fn scale(debug: usize, release: usize) -> usize {
+    if cfg!(debug_assertions) {
+        debug
+    } else {
+        release
+    }
+}
+
+/// Counts its polls and its drop.
+struct Counted {
+    polls: Arc<AtomicUsize>,
+    drops: Arc<AtomicUsize>,
+    ready_after: usize,
+    seen: usize,
+}
+
+impl Future for Counted {
+    type Output = usize;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        self.polls.fetch_add(1, SeqCst);
+        self.seen += 1;
+        if self.seen > self.ready_after {
+            Poll::Ready(self.seen)
+        } else {
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, SeqCst);
+    }
+}
+
+/// A tree of tasks spawning tasks: every task runs to completion exactly once, each future
+/// is polled exactly as often as it asks, and each is dropped exactly once.
+#[test]
+fn spawn_trees_account_exactly_on_every_worker_count() {
+    let width = scale(8, 16);
+    for workers in WORKER_COUNTS {
+        let rt = runtime(workers);
+        let polls = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (p, d) = (polls.clone(), drops.clone());
+        let total = rt.block_on(async move {
+            let mut outer = Vec::new();
+            for i in 0..width {
+                let (p, d) = (p.clone(), d.clone());
+                outer.push(magpie::spawn(async move {
+                    let inner: Vec<_> = (0..width)
+                        .map(|j| {
+                            magpie::spawn(Counted {
+                                polls: p.clone(),
+                                drops: d.clone(),
+                                ready_after: (i + j) % 4,
+                                seen: 0,
+                            })
+                        })
+                        .collect();
+                    let mut sum = 0;
+                    for handle in inner {
+                        sum += handle.await.unwrap();
+                    }
+                    sum
+                }));
+            }
+            let mut sum = 0;
+            for handle in outer {
+                sum += handle.await.unwrap();
+            }
+            sum
+        });
+        let expected_polls: usize = (0..width)
+            .flat_map(|i| (0..width).map(move |j| (i + j) % 4 + 1))
+            .sum();
+        assert_eq!(total, expected_polls, "{workers} workers");
+        assert_eq!(polls.load(SeqCst), expected_polls, "{workers} workers");
+        assert_eq!(drops.load(SeqCst), width * width, "{workers} workers");
+        assert_eq!(rt.stats().tasks_alive, 0);
+    }
+}
+
+/// Tasks woken from many foreign threads at once, over channels: every message arrives.
+#[test]
+fn foreign_wakes_from_many_threads_on_every_worker_count() {
+    let messages = scale(200, 5_000);
+    for workers in WORKER_COUNTS {
+        let rt = runtime(workers);
+        let senders = 4;
+        let (tx, rx) = futures::channel::mpsc::unbounded::<usize>();
+        let consumer = rt.spawn(async move {
+            use futures::StreamExt;
+            rx.fold(0usize, |sum, x| async move { sum + x }).await
+        });
+        let threads: Vec<_> = (0..senders)
+            .map(|_| {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    for i in 0..messages {
+                        tx.unbounded_send(i).unwrap();
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let sum = consumer.join().unwrap();
+        assert_eq!(sum, senders * messages * (messages - 1) / 2, "{workers} workers");
+    }
+}
+
+/// Tasks that run fork-join code, spawned from outside in a burst, with more tasks than the
+/// ring holds: all finish with the right answer.
+#[test]
+fn tasks_running_joins_on_every_worker_count() {
+    fn fib(n: u64) -> u64 {
+        if n < 2 {
+            return n;
+        }
+        let (a, b) = magpie::join(|| fib(n - 1), || fib(n - 2));
+        a + b
+    }
+    let tasks = scale(300, 2_000);
+    for workers in WORKER_COUNTS {
+        let rt = runtime(workers);
+        let handles: Vec<_> = (0..tasks)
+            .map(|i| rt.spawn(async move { fib(10 + (i % 5) as u64) }))
+            .collect();
+        for (i, handle) in handles.into_iter().enumerate() {
+            let n = 10 + (i % 5) as u64;
+            let expected = [55, 89, 144, 233, 377][(n - 10) as usize];
+            assert_eq!(handle.join().unwrap(), expected, "{workers} workers");
+        }
+    }
+}
+
+/// Runtimes dropped while tasks are pending, queued and running, many times over: every
+/// future is dropped exactly once and every handle resolves.
+#[test]
+fn shutdown_under_load_on_every_worker_count() {
+    let tasks = scale(500, 5_000);
+    for workers in WORKER_COUNTS {
+        for _ in 0..3 {
+            let rt = runtime(workers);
+            let drops = Arc::new(AtomicUsize::new(0));
+            let handles: Vec<_> = (0..tasks)
+                .map(|i| {
+                    rt.spawn(Counted {
+                        polls: Arc::new(AtomicUsize::new(0)),
+                        drops: drops.clone(),
+                        // Some finish, most keep yielding until the runtime goes away.
+                        ready_after: if i % 10 == 0 { 1 } else { usize::MAX },
+                        seen: 0,
+                    })
+                })
+                .collect();
+            drop(rt);
+            assert_eq!(drops.load(SeqCst), tasks, "{workers} workers");
+            for handle in handles {
+                match handle.join() {
+                    Ok(_) => {}
+                    Err(err) => assert!(err.is_cancelled(), "{err:?}"),
+                }
+            }
+        }
+    }
+}
