@@ -5,9 +5,20 @@
 //! process's CPU time across the sleep (`getrusage(RUSAGE_SELF)`, user + system). On Linux
 //! the time is also split per thread (`/proc/self/task/*/schedstat`) and attributed to the
 //! pools by thread name, so a pool that burns CPU while another is measured shows up.
+//!
+//! Two more subjects stress idling with work that never becomes ready: a fresh runtime
+//! (magpie, and tokio as the peer) holding `--pending-timers` tasks that each sleep an hour,
+//! plus (magpie) one task awaiting `std::future::pending()`. Every such task has been polled
+//! once, and every timer filed, before the window opens; the runtime is dropped after it
+//! closes. A runtime whose idle workers wake per pending timer, or rescan the wheel on a
+//! short tick, shows up here and not in the burst rows.
 
 use std::fs;
+use std::future::Future;
 use std::mem::MaybeUninit;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::{Acquire, Release};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -16,12 +27,61 @@ use crate::harness::{fmt_ms, json, markdown_table, median_f64, progress, rotatio
 use crate::pools::{Impl, Pools, MAGPIE_THREAD_PREFIX, RAYON_THREAD_PREFIX};
 
 /// The thread groups CPU time is attributed to.
-const GROUPS: [&str; 4] = [
+const GROUPS: [&str; 5] = [
     "magpie threads",
     "rayon threads",
+    "timer-rt threads",
     "chili+other threads",
     "main thread",
 ];
+
+/// Indices into [`GROUPS`]. The groups before the main thread's come from `/proc`.
+const MAGPIE_GROUP: usize = 0;
+const RAYON_GROUP: usize = 1;
+const TIMER_RT_GROUP: usize = 2;
+const OTHER_GROUP: usize = 3;
+const MAIN_GROUP: usize = 4;
+
+/// The thread-name prefix of the runtimes built for the pending-timer subjects. Linux keeps
+/// 15 bytes of a thread's name, so the full names below stay within that to be told apart.
+const TIMER_RT_THREAD_PREFIX: &str = "bench-tmr";
+/// magpie appends `-{index}`: "bench-tmr-mp-0".
+const TIMER_RT_MAGPIE_NAME: &str = "bench-tmr-mp";
+const TIMER_RT_TOKIO_NAME: &str = "bench-tmr-tokio";
+
+/// How long each pending timer sleeps: far beyond the window, so none fires during it.
+const TIMER_SLEEP: Duration = Duration::from_secs(3600);
+
+/// How long to wait for the pending tasks' first polls before giving up.
+const SETTLE_LIMIT: Duration = Duration::from_secs(30);
+
+/// What runs before a window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Subject {
+    /// Nothing: the floor every other row is compared with.
+    Baseline,
+    /// A burst of joins on one of the shared pools.
+    Burst(Impl),
+    /// A fresh runtime holding `--pending-timers` hour-long sleeps (and, for magpie, one
+    /// never-ready task).
+    PendingTimers(TimerRt),
+}
+
+/// The runtime of a [`Subject::PendingTimers`] window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TimerRt {
+    Magpie,
+    Tokio,
+}
+
+impl TimerRt {
+    fn name(self) -> &'static str {
+        match self {
+            TimerRt::Magpie => "magpie",
+            TimerRt::Tokio => "tokio",
+        }
+    }
+}
 
 /// The length of one idle window.
 const WINDOW: Duration = Duration::from_secs(1);
@@ -55,11 +115,11 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// Nanoseconds of CPU per pool's threads (magpie, rayon, chili+other; the main thread is
-/// left out, it is measured on its own), or `None` where `/proc` cannot tell.
-fn thread_cpu_by_group() -> Option<[u64; 3]> {
+/// Nanoseconds of CPU per group of threads (every group of [`GROUPS`] but the main thread,
+/// which is measured on its own), or `None` where `/proc` cannot tell.
+fn thread_cpu_by_group() -> Option<[u64; MAIN_GROUP]> {
     let pid = std::process::id().to_string();
-    let mut groups = [0u64; 3];
+    let mut groups = [0u64; MAIN_GROUP];
     for entry in fs::read_dir("/proc/self/task").ok()? {
         let entry = entry.ok()?;
         let tid = entry.file_name().to_string_lossy().into_owned();
@@ -73,20 +133,22 @@ fn thread_cpu_by_group() -> Option<[u64; 3]> {
             continue;
         }
         let group = if comm.starts_with(MAGPIE_THREAD_PREFIX) {
-            0
+            MAGPIE_GROUP
         } else if comm.starts_with(RAYON_THREAD_PREFIX) {
-            1
+            RAYON_GROUP
+        } else if comm.starts_with(TIMER_RT_THREAD_PREFIX) {
+            TIMER_RT_GROUP
         } else {
-            2
+            OTHER_GROUP
         };
         groups[group] += ns;
     }
     Some(groups)
 }
 
-/// The sum of magpie's per-worker counters that tell about idling.
-fn magpie_idle_counters(pools: &Pools) -> [u64; 3] {
-    let stats = pools.magpie.stats();
+/// The sum of a magpie runtime's per-worker counters that tell about idling.
+fn magpie_idle_counters(rt: &magpie::Runtime) -> [u64; 3] {
+    let stats = rt.stats();
     stats.workers.iter().fold([0; 3], |acc, w| {
         [
             acc[0] + w.parks,
@@ -102,17 +164,39 @@ struct Window {
     /// Process CPU in ms per second of wall time.
     process: f64,
     /// Per group, ms per second of wall time (`None` without `/proc`).
-    groups: Option<[f64; 4]>,
-    /// magpie's parks, unparks and steal attempts during the window.
+    groups: Option<[f64; GROUPS.len()]>,
+    /// Parks, unparks and steal attempts during the window of the magpie runtime under test:
+    /// the pending-timer runtime in its window, the shared pool otherwise.
     magpie_counters: [u64; 3],
 }
 
-/// Runs the burst for `imp` (nothing for `None`), then measures one idle window.
-fn window(pools: &Pools, imp: Option<Impl>) -> Window {
-    if let Some(imp) = imp {
-        burst(pools, imp);
+/// Prepares `subject`, then measures one idle window. `timers` is `--pending-timers`.
+fn window(pools: &Pools, subject: Subject, timers: usize) -> Window {
+    match subject {
+        Subject::Baseline => measure(&pools.magpie),
+        Subject::Burst(imp) => {
+            burst(pools, imp);
+            measure(&pools.magpie)
+        }
+        Subject::PendingTimers(TimerRt::Magpie) => {
+            let rt = magpie_with_pending(pools.workers(), timers);
+            let w = measure(&rt);
+            // Dropped outside the window: dropping cancels the tasks, which is work.
+            drop(rt);
+            w
+        }
+        Subject::PendingTimers(TimerRt::Tokio) => {
+            let rt = tokio_with_pending(pools.workers(), timers);
+            let w = measure(&pools.magpie);
+            drop(rt);
+            w
+        }
     }
-    let counters_before = magpie_idle_counters(pools);
+}
+
+/// Measures one idle window, counting `counted`'s parks, unparks and steal attempts.
+fn measure(counted: &magpie::Runtime) -> Window {
+    let counters_before = magpie_idle_counters(counted);
     let groups_before = thread_cpu_by_group();
     let cpu_before = process_cpu();
     let main_before = thread_cpu();
@@ -122,12 +206,12 @@ fn window(pools: &Pools, imp: Option<Impl>) -> Window {
     let cpu_after = process_cpu();
     let wall = start.elapsed().as_secs_f64();
     let groups_after = thread_cpu_by_group();
-    let counters_after = magpie_idle_counters(pools);
+    let counters_after = magpie_idle_counters(counted);
     let per_second = |ns: f64| ns / 1e6 / wall;
     let main = per_second((main_after - main_before).as_nanos() as f64);
     let groups = match (groups_before, groups_after) {
         (Some(b), Some(a)) => Some(std::array::from_fn(|g| {
-            if g == 3 {
+            if g == MAIN_GROUP {
                 main
             } else {
                 per_second(a[g].saturating_sub(b[g]) as f64)
@@ -142,31 +226,127 @@ fn window(pools: &Pools, imp: Option<Impl>) -> Window {
     }
 }
 
-fn label(imp: Option<Impl>) -> &'static str {
-    imp.map_or("none (baseline)", Impl::name)
+/// Wraps `fut` so that it adds one to `polled` when its first poll returns, that is, once
+/// whatever it waits on (a timer, for a sleep) is registered.
+async fn count_first_poll<F: Future>(polled: Arc<AtomicUsize>, fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let mut counted = false;
+    std::future::poll_fn(|cx| {
+        let poll = fut.as_mut().poll(cx);
+        if !counted {
+            counted = true;
+            // Release: publishes the registration the poll made; pairs with the Acquire
+            // load in `settle`.
+            polled.fetch_add(1, Release);
+        }
+        poll
+    })
+    .await
+}
+
+/// Waits until `polled` reaches `expected` and `ready()` holds, polling every millisecond.
+///
+/// # Panics
+///
+/// If that takes longer than [`SETTLE_LIMIT`].
+fn settle(what: &str, polled: &AtomicUsize, expected: usize, ready: impl Fn() -> bool) {
+    let start = Instant::now();
+    // Acquire: pairs with the Release increment in `count_first_poll`.
+    while polled.load(Acquire) < expected || !ready() {
+        assert!(
+            start.elapsed() < SETTLE_LIMIT,
+            "{what}: {} of {expected} pending tasks polled after {SETTLE_LIMIT:?}",
+            polled.load(Acquire),
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A fresh magpie runtime holding `timers` tasks asleep for an hour and one task awaiting
+/// `std::future::pending()`, each polled once and every timer filed.
+fn magpie_with_pending(workers: usize, timers: usize) -> magpie::Runtime {
+    let rt = magpie::Runtime::builder()
+        .worker_threads(workers)
+        .thread_name(TIMER_RT_MAGPIE_NAME)
+        .build()
+        .expect("could not start the pending-timer magpie runtime");
+    let polled = Arc::new(AtomicUsize::new(0));
+    for _ in 0..timers {
+        // The handles are dropped: the tasks stay, detached, until the runtime is dropped.
+        drop(rt.spawn(count_first_poll(
+            polled.clone(),
+            magpie::time::sleep(TIMER_SLEEP),
+        )));
+    }
+    drop(rt.spawn(count_first_poll(
+        polled.clone(),
+        std::future::pending::<()>(),
+    )));
+    // `timers_pending` says the wheel holds every timer, not merely that every poll began.
+    settle("magpie", &polled, timers + 1, || {
+        rt.stats().timers_pending == timers as u64
+    });
+    rt
+}
+
+/// A fresh tokio multi-thread runtime (time enabled) holding `timers` tasks asleep for an
+/// hour, each polled once.
+fn tokio_with_pending(workers: usize, timers: usize) -> tokio::runtime::Runtime {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name(TIMER_RT_TOKIO_NAME)
+        .enable_time()
+        .build()
+        .expect("could not start the pending-timer tokio runtime");
+    let polled = Arc::new(AtomicUsize::new(0));
+    for _ in 0..timers {
+        // `tokio::time::sleep` needs the runtime's context when it is created: the async
+        // block defers the call to the first poll, on a worker.
+        drop(rt.spawn(count_first_poll(polled.clone(), async {
+            tokio::time::sleep(TIMER_SLEEP).await;
+        })));
+    }
+    settle("tokio", &polled, timers, || true);
+    rt
+}
+
+/// `n` for a table: "10k" for whole thousands.
+fn count_label(n: usize) -> String {
+    if n >= 1000 && n % 1000 == 0 {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
 }
 
 /// The result of the idle benchmark.
 #[derive(Debug)]
 pub(crate) struct IdleReport {
     workers: usize,
-    windows: Vec<(Option<Impl>, Vec<Window>)>,
+    /// `--pending-timers`.
+    timers: usize,
+    windows: Vec<(Subject, Vec<Window>)>,
 }
 
-/// Measures `reps` windows for the baseline and after each pool's burst, in rotating order.
-pub(crate) fn run(pools: &Pools, reps: usize) -> IdleReport {
-    let subjects = [
-        None,
-        Some(Impl::Magpie),
-        Some(Impl::Rayon),
-        Some(Impl::Chili),
+/// Measures `reps` windows for the baseline, after each pool's burst and (unless `timers` is
+/// 0) with `timers` pending timers on a fresh magpie and tokio runtime, in rotating order.
+pub(crate) fn run(pools: &Pools, reps: usize, timers: usize) -> IdleReport {
+    let mut subjects = vec![
+        Subject::Baseline,
+        Subject::Burst(Impl::Magpie),
+        Subject::Burst(Impl::Rayon),
+        Subject::Burst(Impl::Chili),
     ];
+    if timers > 0 {
+        subjects.push(Subject::PendingTimers(TimerRt::Magpie));
+        subjects.push(Subject::PendingTimers(TimerRt::Tokio));
+    }
     // Warm every pool up, then let all of them fall asleep before the first window.
     for imp in Impl::POOLS {
         burst(pools, imp);
     }
     thread::sleep(WINDOW);
-    let mut windows: Vec<(Option<Impl>, Vec<Window>)> =
+    let mut windows: Vec<(Subject, Vec<Window>)> =
         subjects.iter().map(|&s| (s, Vec::new())).collect();
     let started = Instant::now();
     progress(format_args!(
@@ -176,7 +356,7 @@ pub(crate) fn run(pools: &Pools, reps: usize) -> IdleReport {
     ));
     for round in 0..reps {
         for (k, subject) in rotation(&subjects, round).enumerate() {
-            let w = window(pools, subject);
+            let w = window(pools, subject, timers);
             windows[(round + k) % subjects.len()].1.push(w);
         }
         progress(format_args!("."));
@@ -184,6 +364,7 @@ pub(crate) fn run(pools: &Pools, reps: usize) -> IdleReport {
     progress(format_args!(" {:.1} s\n", started.elapsed().as_secs_f64()));
     IdleReport {
         workers: pools.workers(),
+        timers,
         windows,
     }
 }
@@ -197,18 +378,68 @@ fn burst(pools: &Pools, imp: Impl) {
 }
 
 impl IdleReport {
-    fn process_median(&self, subject: Option<Impl>) -> f64 {
-        let (_, ws) = self
-            .windows
+    /// The row label of `subject`.
+    fn label(&self, subject: Subject) -> String {
+        match subject {
+            Subject::Baseline => "none (baseline)".to_owned(),
+            Subject::Burst(imp) => imp.name().to_owned(),
+            Subject::PendingTimers(rt) => {
+                format!("{} + {} timers", rt.name(), count_label(self.timers))
+            }
+        }
+    }
+
+    fn windows_of(&self, subject: Subject) -> Option<&[Window]> {
+        self.windows
             .iter()
             .find(|(s, _)| *s == subject)
-            .expect("measured");
+            .map(|(_, ws)| ws.as_slice())
+    }
+
+    fn process_median(&self, subject: Subject) -> f64 {
+        let ws = self.windows_of(subject).expect("measured");
         median_f64(&ws.iter().map(|w| w.process).collect::<Vec<_>>())
+    }
+
+    /// The median ms/s of `subject`'s windows on the threads of `group`, or, without `/proc`,
+    /// the process's median minus the baseline's.
+    fn own_threads_median(&self, subject: Subject, group: usize) -> f64 {
+        let ws = self.windows_of(subject).expect("measured");
+        let values: Option<Vec<f64>> = ws.iter().map(|w| w.groups.map(|g| g[group])).collect();
+        values.map_or_else(
+            || self.process_median(subject) - self.process_median(Subject::Baseline),
+            |v| median_f64(&v),
+        )
+    }
+
+    /// The median of one of the magpie counters over `subject`'s windows.
+    fn counter_median(&self, subject: Subject, i: usize) -> f64 {
+        let ws = self.windows_of(subject).expect("measured");
+        median_f64(
+            &ws.iter()
+                .map(|w| w.magpie_counters[i] as f64)
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    /// "X ms/s on its own threads (target < 10 ms/s: met), P parks, U unparks, S steal
+    /// attempts" for a magpie subject whose threads are `group`.
+    fn magpie_summary(&self, subject: Subject, group: usize) -> String {
+        let own = self.own_threads_median(subject, group);
+        format!(
+            "{} ms/s on its own threads (target < 10 ms/s: {}), {} parks, {} unparks, {} \
+             steal attempts",
+            fmt_ms(own),
+            if own < 10.0 { "met" } else { "NOT met" },
+            self.counter_median(subject, 0),
+            self.counter_median(subject, 1),
+            self.counter_median(subject, 2),
+        )
     }
 
     /// The report as markdown.
     pub(crate) fn render(&self) -> String {
-        let baseline = self.process_median(None);
+        let baseline = self.process_median(Subject::Baseline);
         let mut rows = Vec::new();
         for (subject, ws) in &self.windows {
             let process: Vec<f64> = ws.iter().map(|w| w.process).collect();
@@ -216,14 +447,14 @@ impl IdleReport {
             let min = process.iter().copied().fold(f64::INFINITY, f64::min);
             let max = process.iter().copied().fold(0.0, f64::max);
             let mut row = vec![
-                label(*subject).to_owned(),
+                self.label(*subject),
                 fmt_ms(med),
                 fmt_ms(min),
                 fmt_ms(max),
-                if subject.is_some() {
-                    fmt_ms(med - baseline)
-                } else {
+                if *subject == Subject::Baseline {
                     "–".to_owned()
+                } else {
+                    fmt_ms(med - baseline)
                 },
             ];
             for g in 0..GROUPS.len() {
@@ -255,28 +486,40 @@ impl IdleReport {
              same time by thread (chili's threads are unnamed and land in chili+other; main is \
              the sleeping main thread).\n"
         ));
-        if let Some((_, ws)) = self.windows.iter().find(|(s, _)| *s == Some(Impl::Magpie)) {
-            let median_of = |i: usize| {
-                median_f64(
-                    &ws.iter()
-                        .map(|w| w.magpie_counters[i] as f64)
-                        .collect::<Vec<_>>(),
-                )
-            };
-            let magpie_threads: Option<Vec<f64>> =
-                ws.iter().map(|w| w.groups.map(|g| g[0])).collect();
-            let own = magpie_threads
-                .map_or(self.process_median(Some(Impl::Magpie)) - baseline, |v| {
-                    median_f64(&v)
-                });
+        if self.timers > 0 {
             out.push_str(&format!(
-                "\nmagpie in its idle windows (medians): {} ms/s on its own threads \
-                 (target < 10 ms/s: {}), {} parks, {} unparks, {} steal attempts.\n",
-                fmt_ms(own),
-                if own < 10.0 { "met" } else { "NOT met" },
-                median_of(0),
-                median_of(1),
-                median_of(2),
+                "\nThe `+ timers` rows burst nothing: before each of their windows a fresh \
+                 {workers}-worker runtime (magpie; tokio multi-thread with time enabled) gets \
+                 {timers} spawned tasks each awaiting a {secs} s sleep (magpie: plus one task \
+                 awaiting `std::future::pending()`), each polled once and (magpie) \
+                 `timers_pending` = {timers}; it is dropped after the window. Its threads are \
+                 the timer-rt column.\n",
+                workers = self.workers,
+                timers = self.timers,
+                secs = TIMER_SLEEP.as_secs(),
+            ));
+        }
+        let magpie_burst = Subject::Burst(Impl::Magpie);
+        if self.windows_of(magpie_burst).is_some() {
+            out.push_str(&format!(
+                "\nmagpie in its idle windows (medians): {}.\n",
+                self.magpie_summary(magpie_burst, MAGPIE_GROUP),
+            ));
+        }
+        let magpie_timers = Subject::PendingTimers(TimerRt::Magpie);
+        if self.windows_of(magpie_timers).is_some() {
+            out.push_str(&format!(
+                "\n{} (and one never-ready task) in its windows (medians): {}.\n",
+                self.label(magpie_timers),
+                self.magpie_summary(magpie_timers, TIMER_RT_GROUP),
+            ));
+        }
+        let tokio_timers = Subject::PendingTimers(TimerRt::Tokio);
+        if self.windows_of(tokio_timers).is_some() {
+            out.push_str(&format!(
+                "\n{} in its windows (median): {} ms/s on its own threads.\n",
+                self.label(tokio_timers),
+                fmt_ms(self.own_threads_median(tokio_timers, TIMER_RT_GROUP)),
             ));
         }
         out
@@ -290,7 +533,7 @@ impl IdleReport {
             .map(|(subject, ws)| {
                 let process: Vec<f64> = ws.iter().map(|w| w.process).collect();
                 let mut fields = vec![
-                    ("after_work_on", json::string(label(*subject))),
+                    ("after_work_on", json::string(&self.label(*subject))),
                     (
                         "process_cpu_ms_per_s_median",
                         json::number(median_f64(&process)),
@@ -312,6 +555,7 @@ impl IdleReport {
             .collect();
         json::object(&[
             ("workers", self.workers.to_string()),
+            ("pending_timers", self.timers.to_string()),
             ("window_s", json::number(WINDOW.as_secs_f64())),
             ("subjects", json::array(&subjects)),
         ])

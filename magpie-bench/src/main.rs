@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p magpie-bench -- fork-join [--workers N] [--samples K] [--quick]
-//! cargo run --release -p magpie-bench -- idle [--workers N] [--reps R]
+//! cargo run --release -p magpie-bench -- idle [--workers N] [--reps R] [--pending-timers N]
 //! cargo run --release -p magpie-bench -- scale --workers 1,2,4,8,16 [--quick]
 //! cargo run --release -p magpie-bench -- async [--workers N] [--samples K] [--quick]
 //! ```
@@ -71,6 +71,10 @@ struct IdleArgs {
     /// One-second windows per subject [default: 5, or 2 with --quick].
     #[arg(long)]
     reps: Option<usize>,
+    /// Hour-long sleeps held by the fresh magpie and tokio runtimes of the two pending-timer
+    /// rows (0 leaves those rows out).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pending_timers: usize,
     /// Fewer windows.
     #[arg(long)]
     quick: bool,
@@ -368,7 +372,7 @@ fn idle(args: &IdleArgs, info: &MachineInfo) -> ExitCode {
     let reps = args.reps.unwrap_or(if args.quick { 2 } else { 5 }).max(1);
     info.print("idle", &args.workers.to_string());
     let pools = Pools::new(args.workers);
-    let report = idle::run(&pools, reps);
+    let report = idle::run(&pools, reps, args.pending_timers);
     println!("{}", report.render());
     print_load_after();
     match &args.json {

@@ -323,13 +323,18 @@ impl WorkerThread {
         let share = inject.len() / self.registry.num_workers() + 1;
         let room = self.ring.remaining_slots() / 2;
         let batch = share.min(room).min(local::CAPACITY / 2);
-        let first = inject.pop()?;
+        let ptr = if batch <= 1 {
+            inject.pop()?
+        } else {
+            // One lock for the whole batch; the oldest comes back out of the ring first.
+            if inject.pop_batch(batch, &mut IntoRing(self)) == 0 {
+                return None;
+            }
+            self.ring.pop()?
+        };
         bump(&self.counters.inject_pulls);
-        if batch > 1 {
-            inject.pop_batch(batch - 1, &mut IntoRing(self));
-        }
         // SAFETY: the inject queue holds Notified pointers (see `Registry::push_remote`).
-        Some(unsafe { Task::from_raw(RawTask::from_ptr(first)) })
+        Some(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) })
     }
 
     /// Polls a task once, with a fresh cooperative budget.
