@@ -111,6 +111,6 @@ pub use runtime::{
     block_on, current_num_workers, current_worker_index, default_runtime, spawn, spawn_blocking,
     submit, BuildError, Builder, Runtime, SubmitError, MAX_WORKERS,
 };
-pub use task::{JoinError, JoinHandle};
 #[cfg(not(loom))]
 pub use stats::{Stats, WorkerStats};
+pub use task::{JoinError, JoinHandle};

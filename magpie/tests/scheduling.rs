@@ -46,9 +46,19 @@ fn a_task_in_the_lifo_slot_is_not_stranded_behind_a_long_poll() {
         let (me, rescued, child) = outcome.unwrap();
         assert!(rescued, "round {round}: the child stayed in the LIFO slot");
         let child_worker = rt.block_on(child).unwrap();
-        assert_ne!(child_worker, me, "round {round}: the child cannot have run on the blocked worker");
+        assert_ne!(
+            child_worker, me,
+            "round {round}: the child cannot have run on the blocked worker"
+        );
         assert!(ran.load(SeqCst));
-        assert!(rt.stats().workers.iter().map(|w| w.lifo_steals).sum::<u64>() >= 1);
+        assert!(
+            rt.stats()
+                .workers
+                .iter()
+                .map(|w| w.lifo_steals)
+                .sum::<u64>()
+                >= 1
+        );
     }
 }
 
@@ -69,10 +79,10 @@ fn a_worker_waiting_in_join_runs_no_tasks() {
             magpie::join(
                 || {
                     // Queue a task on this worker while the other half runs elsewhere.
-                    let _ = magpie::spawn(async move {
+                    drop(magpie::spawn(async move {
                         tx.send((magpie::current_worker_index().unwrap(), seen.load(SeqCst)))
                             .unwrap();
-                    });
+                    }));
                     spawned.store(true, SeqCst);
                 },
                 || {
@@ -116,7 +126,7 @@ fn ping_pong_uses_the_lifo_slot_without_starving_the_ring() {
     let played = rt.block_on(rt.spawn(async move {
         for _ in 0..rounds {
             let (tx, rx) = futures::channel::oneshot::channel();
-            let _ = magpie::spawn(async move { tx.send(()).unwrap() });
+            drop(magpie::spawn(async move { tx.send(()).unwrap() }));
             rx.await.unwrap();
         }
         rounds

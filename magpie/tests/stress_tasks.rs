@@ -128,7 +128,11 @@ fn foreign_wakes_from_many_threads_on_every_worker_count() {
             thread.join().unwrap();
         }
         let sum = consumer.join().unwrap();
-        assert_eq!(sum, senders * messages * (messages - 1) / 2, "{workers} workers");
+        assert_eq!(
+            sum,
+            senders * messages * (messages - 1) / 2,
+            "{workers} workers"
+        );
     }
 }
 

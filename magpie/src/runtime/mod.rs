@@ -102,7 +102,6 @@ impl fmt::Debug for Runtime {
 /// Numbers runtimes for their debug output.
 static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
 
-
 impl Runtime {
     /// A [`Builder`] with the defaults.
     pub fn builder() -> Builder {

@@ -208,7 +208,11 @@ impl Registry {
     }
 
     /// Spawns `future` onto worker `worker`'s mailbox (`submit_to`).
-    pub(crate) fn spawn_to<F>(self: &Arc<Registry>, worker: usize, future: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn_to<F>(
+        self: &Arc<Registry>,
+        worker: usize,
+        future: F,
+    ) -> JoinHandle<F::Output>
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,

@@ -453,14 +453,18 @@ impl WorkerThread {
                     bump(&counters.steal_operations);
                     counters.add(&counters.tasks_stolen, moved + 1);
                     // SAFETY: rings hold Notified pointers.
-                    return Some(Work::Task(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) }));
+                    return Some(Work::Task(unsafe {
+                        Task::from_raw(RawTask::from_ptr(ptr))
+                    }));
                 }
             }
             if let Some(ptr) = slots.mailbox.pop() {
                 bump(&counters.steal_operations);
                 bump(&counters.tasks_stolen);
                 // SAFETY: mailboxes hold Notified pointers.
-                return Some(Work::Task(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) }));
+                return Some(Work::Task(unsafe {
+                    Task::from_raw(RawTask::from_ptr(ptr))
+                }));
             }
             if lifo && !slots.lifo.load(Relaxed).is_null() {
                 // Acquire: pairs with the owner's Release fill in `schedule_local`.
@@ -469,7 +473,9 @@ impl WorkerThread {
                     bump(&counters.tasks_stolen);
                     bump(&counters.lifo_steals);
                     // SAFETY: LIFO slots hold Notified pointers.
-                    return Some(Work::Task(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) }));
+                    return Some(Work::Task(unsafe {
+                        Task::from_raw(RawTask::from_ptr(ptr))
+                    }));
                 }
             }
         }

@@ -23,7 +23,10 @@ impl<F: FnOnce() -> T, T> Future for Closure<F> {
     type Output = T;
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
-        let f = self.f.take().expect("a closure task polled after it completed");
+        let f = self
+            .f
+            .take()
+            .expect("a closure task polled after it completed");
         Poll::Ready(f())
     }
 }

@@ -106,7 +106,9 @@ impl OwnedTasks {
                 }
             });
             if let Some(head) = old_head {
-                head.as_ref().owned.with_mut(|link| (*link).prev = Some(task.as_ptr()));
+                head.as_ref()
+                    .owned
+                    .with_mut(|link| (*link).prev = Some(task.as_ptr()));
             }
         }
         shard.head = Some(task.as_ptr());
@@ -136,7 +138,10 @@ impl OwnedTasks {
     unsafe fn unlink(shard: &mut Shard, task: NonNull<Header>) -> bool {
         // SAFETY: the caller's contract; linked neighbours are allocated (invariant 2).
         unsafe {
-            let link = task.as_ref().owned.with_mut(|link| std::mem::take(&mut *link));
+            let link = task
+                .as_ref()
+                .owned
+                .with_mut(|link| std::mem::take(&mut *link));
             if !link.linked {
                 return false;
             }
