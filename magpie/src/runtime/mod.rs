@@ -402,8 +402,13 @@ impl Runtime {
             return;
         }
         let registry = &*self.registry;
-        // 1. Every live task is cancelled; spawns are refused from now on.
-        registry.shutdown_tasks();
+        // 1. Every live task is cancelled; spawns are refused from now on. Inside this
+        // runtime's context, so that a destructor that spawns reaches this runtime (and is
+        // refused) rather than the global one.
+        {
+            let _enter = context::enter(&self.registry);
+            registry.shutdown_tasks();
+        }
         // 2. The workers run what is queued (cancelled tasks: no-ops), then exit.
         registry.terminate();
         // SAFETY: a non-null current worker is live during this call.
@@ -592,7 +597,8 @@ pub fn current_worker_index() -> Option<usize> {
 }
 
 /// The number of workers of the runtime that [`join`](crate::join) would use from here: the
-/// current worker's runtime, or the global one.
+/// current worker's runtime, else the runtime whose `block_on` runs on this thread, else the
+/// global one.
 ///
 /// # Examples
 ///
