@@ -65,7 +65,7 @@ use futures::channel::oneshot;
 use futures::executor::ThreadPool;
 
 use crate::fork_join::fib;
-use crate::harness::{fmt_ms, json, markdown_table, median, ms, progress, rotation};
+use crate::harness::{fmt_ms, json, markdown_table, median, ms, progress, rotation, samples_json};
 use crate::pools::{MagpieFork, RayonFork};
 
 /// Tasks spawned by `spawn_many_local` and `spawn_many_remote` (tokio's `NUM_SPAWN`).
@@ -870,18 +870,7 @@ pub(crate) fn measurements_json(measurements: &[RowMeasurement]) -> String {
             let results: Vec<String> = m
                 .results
                 .iter()
-                .map(|(imp, samples)| {
-                    let raw: Vec<f64> = samples.iter().map(|&d| ms(d)).collect();
-                    json::object(&[
-                        ("impl", json::string(imp.name())),
-                        ("median_ms", json::number(ms(median(samples)))),
-                        (
-                            "min_ms",
-                            json::number(raw.iter().copied().fold(f64::INFINITY, f64::min)),
-                        ),
-                        ("samples_ms", json::numbers(&raw)),
-                    ])
-                })
+                .map(|(imp, samples)| samples_json(imp.name(), samples))
                 .collect();
             json::object(&[
                 ("workload", json::string(m.row.name())),

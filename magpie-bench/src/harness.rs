@@ -374,23 +374,26 @@ pub(crate) mod json {
     }
 }
 
+/// One implementation's samples as JSON: median, minimum and raw samples, in milliseconds.
+pub(crate) fn samples_json(name: &str, samples: &[Duration]) -> String {
+    let raw: Vec<f64> = samples.iter().map(|&d| ms(d)).collect();
+    json::object(&[
+        ("impl", json::string(name)),
+        ("median_ms", json::number(ms(median(samples)))),
+        (
+            "min_ms",
+            json::number(raw.iter().copied().fold(f64::INFINITY, f64::min)),
+        ),
+        ("samples_ms", json::numbers(&raw)),
+    ])
+}
+
 /// One measurement as JSON: raw samples and summary per implementation, in milliseconds.
 pub(crate) fn measurement_json(m: &Measurement) -> String {
     let results: Vec<String> = m
         .results
         .iter()
-        .map(|(imp, samples)| {
-            let raw: Vec<f64> = samples.iter().map(|&d| ms(d)).collect();
-            json::object(&[
-                ("impl", json::string(imp.name())),
-                ("median_ms", json::number(ms(median(samples)))),
-                (
-                    "min_ms",
-                    json::number(raw.iter().copied().fold(f64::INFINITY, f64::min)),
-                ),
-                ("samples_ms", json::numbers(&raw)),
-            ])
-        })
+        .map(|(imp, samples)| samples_json(imp.name(), samples))
         .collect();
     json::object(&[
         ("workload", json::string(&m.workload)),
