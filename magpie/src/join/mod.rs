@@ -95,7 +95,7 @@ where
     // covers this call.
     match unsafe { WorkerThread::current().as_ref() } {
         Some(worker) => join_on_worker(worker, a, b),
-        None => crate::runtime::current_registry()
+        None => crate::runtime::context::current_registry()
             .in_worker_cold(move |worker| join_on_worker(worker, a, b)),
     }
 }

@@ -86,7 +86,7 @@ where
     // SAFETY: a non-null current worker is live for this whole call (see `join`).
     match unsafe { WorkerThread::current().as_ref() } {
         Some(worker) => scope_on_worker(worker, op),
-        None => crate::runtime::current_registry()
+        None => crate::runtime::context::current_registry()
             .in_worker_cold(move |worker| scope_on_worker(worker, op)),
     }
 }

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::sync::{lock, Arc, Condvar, Mutex};
+use crate::sync::{lock, wait_until, Arc, Condvar, Mutex};
 use crate::task::notified::{new_task, Notified, Schedule};
 use crate::task::JoinHandle;
 
@@ -123,36 +123,17 @@ impl BlockingPool {
         };
         // Outside the lock: cancelling drops closures, user code.
         for task in cancelled {
-            cancel(task);
+            task.shutdown();
         }
         let mut state = lock(&self.inner.state);
         while state.threads > 0 {
-            state = match deadline {
-                None => match self.inner.exited.wait(state) {
-                    Ok(guard) => guard,
-                    Err(poisoned) => poisoned.into_inner(),
-                },
-                Some(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return false;
-                    }
-                    match self.inner.exited.wait_timeout(state, left) {
-                        Ok((guard, _)) => guard,
-                        Err(poisoned) => poisoned.into_inner().0,
-                    }
-                }
-            };
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
+            state = wait_until(&self.inner.exited, state, deadline);
         }
         true
     }
-}
-
-/// Runs a task whose pool is shutting down: it is cancelled, its closure dropped here.
-fn cancel(task: BlockingTask) {
-    // SAFETY: the Notified's reference is handed to `shutdown`, which consumes it (the task
-    // is idle and notified, so it is claimed and cancelled in place).
-    unsafe { task.into_raw().shutdown() }
 }
 
 impl Inner {
@@ -160,7 +141,7 @@ impl Inner {
         let mut state = lock(&self.state);
         if state.shutdown {
             drop(state);
-            cancel(task);
+            task.shutdown();
             return;
         }
         state.queue.push_back(task);

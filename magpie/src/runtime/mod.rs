@@ -18,7 +18,7 @@ pub use builder::{BuildError, Builder, MAX_WORKERS};
 use crate::queue::{chase_lev, local};
 use crate::stats::Stats;
 use crate::sync::atomic::*;
-use crate::sync::{barrier, lock, Arc, AtomicUsize, Condvar, Mutex};
+use crate::sync::{barrier, lock, wait_until, Arc, AtomicUsize, Condvar, Mutex};
 use crate::task::closure::Closure;
 use crate::task::JoinHandle;
 use blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
@@ -69,22 +69,10 @@ impl ExitCount {
     fn wait(&self, deadline: Option<Instant>) -> bool {
         let mut running = lock(&self.running);
         while *running > 0 {
-            running = match deadline {
-                None => match self.exited.wait(running) {
-                    Ok(guard) => guard,
-                    Err(poisoned) => poisoned.into_inner(),
-                },
-                Some(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return false;
-                    }
-                    match self.exited.wait_timeout(running, left) {
-                        Ok((guard, _)) => guard,
-                        Err(poisoned) => poisoned.into_inner().0,
-                    }
-                }
-            };
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
+            running = wait_until(&self.exited, running, deadline);
         }
         true
     }
@@ -575,12 +563,6 @@ pub fn default_runtime() -> &'static Runtime {
     global::runtime()
 }
 
-/// The registry that free functions use on a thread outside any worker: the runtime whose
-/// `block_on` runs on this thread, else the global one.
-pub(crate) fn current_registry() -> Arc<Registry> {
-    context::current_registry()
-}
-
 /// The index of the worker running the calling thread, or `None` off the pool.
 ///
 /// # Examples
@@ -609,6 +591,6 @@ pub fn current_num_workers() -> usize {
     // SAFETY: a non-null current worker is live during this call.
     match unsafe { WorkerThread::current().as_ref() } {
         Some(worker) => worker.registry().num_workers(),
-        None => current_registry().num_workers(),
+        None => context::current_registry().num_workers(),
     }
 }

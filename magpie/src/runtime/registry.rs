@@ -150,13 +150,13 @@ impl Registry {
         // its last push).
         if self.workers_alive.fetch_sub(1, AcqRel) == 1 {
             for ptr in self.task_inject.close() {
-                // SAFETY: the queue held this Notified's reference (see `push_remote`).
-                cancel_in_place(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) });
+                // SAFETY: the queue held this Notified (see `push_remote`).
+                unsafe { Task::from_header(ptr) }.shutdown();
             }
             for slots in self.task_slots.iter() {
                 for ptr in slots.mailbox.close() {
-                    // SAFETY: as above.
-                    cancel_in_place(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) });
+                    // SAFETY: as above (see `spawn_to`).
+                    unsafe { Task::from_header(ptr) }.shutdown();
                 }
             }
         }
@@ -182,11 +182,10 @@ impl Registry {
 
     /// Queues a task from a thread that is not one of this runtime's workers.
     pub(crate) fn push_remote(&self, task: Task) {
-        let ptr = task.into_raw().as_ptr();
-        match self.task_inject.push(ptr) {
+        match self.task_inject.push(task.into_header()) {
             Ok(()) => self.sleep.notify_task(),
-            // SAFETY: the refused pointer still carries the Notified's reference.
-            Err(ptr) => cancel_in_place(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) }),
+            // SAFETY: the refused pointer is the Notified we just gave up.
+            Err(ptr) => unsafe { Task::from_header(ptr) }.shutdown(),
         }
     }
 
@@ -196,13 +195,9 @@ impl Registry {
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let (task, handle) = new_task(future, self.clone(), self.id);
-        // SAFETY: the new task's Notified holds a reference; it was never linked.
-        if unsafe { self.owned.bind(task.raw()) } {
+        let (task, handle) = self.new_bound_task(future);
+        if let Some(task) = task {
             self.schedule_task(task, false);
-        } else {
-            // Shutting down: the handle resolves to cancelled, the future is dropped here.
-            cancel_in_place(task);
         }
         handle
     }
@@ -217,23 +212,38 @@ impl Registry {
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let (task, handle) = new_task(future, self.clone(), self.id);
-        // SAFETY: as in `spawn`.
-        if !unsafe { self.owned.bind(task.raw()) } {
-            cancel_in_place(task);
+        let (task, handle) = self.new_bound_task(future);
+        let Some(task) = task else {
             return handle;
-        }
-        let ptr = task.into_raw().as_ptr();
-        match self.task_slots[worker].mailbox.push(ptr) {
+        };
+        match self.task_slots[worker].mailbox.push(task.into_header()) {
             Ok(()) => {
                 // The owner may be asleep, and only it drains its mailbox promptly.
                 self.sleep.wake_worker(worker);
                 self.sleep.notify_task();
             }
-            // SAFETY: the refused pointer still carries the Notified's reference.
-            Err(ptr) => cancel_in_place(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) }),
+            // SAFETY: the refused pointer is the Notified we just gave up.
+            Err(ptr) => unsafe { Task::from_header(ptr) }.shutdown(),
         }
         handle
+    }
+
+    /// Makes a task of `future` and links it into the live-task list. The `Notified` is
+    /// `None` when the runtime is shutting down: the future has then been dropped here and
+    /// the handle resolves to cancelled.
+    fn new_bound_task<F>(self: &Arc<Registry>, future: F) -> (Option<Task>, JoinHandle<F::Output>)
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (task, handle) = new_task(future, self.clone(), self.id);
+        // SAFETY: the new task's Notified holds a reference; it was never linked.
+        if unsafe { self.owned.bind(task.raw()) } {
+            (Some(task), handle)
+        } else {
+            task.shutdown();
+            (None, handle)
+        }
     }
 
     /// Queues a woken (or new) task: on the current worker's own queues if this thread is
@@ -297,13 +307,6 @@ impl Registry {
             _ => self.in_worker_cold(op),
         }
     }
-}
-
-/// Cancels a task whose `Notified` cannot be queued (the runtime is shutting down): its
-/// future is dropped on this thread and its handle resolves to cancelled.
-pub(crate) fn cancel_in_place(task: Task) {
-    // SAFETY: the Notified's reference is handed to `shutdown`, which consumes it.
-    unsafe { task.into_raw().shutdown() }
 }
 
 impl Schedule for Arc<Registry> {

@@ -37,12 +37,12 @@ use crate::stats::{bump, set, WorkerCounters};
 use crate::sync::atomic::*;
 use crate::sync::Arc;
 use crate::task::coop;
-use crate::task::raw::{Header, RawTask};
+use crate::task::raw::Header;
 use crate::util::rand::FastRand;
 use crate::util::unwind::AbortIfPanic;
 use crate::util::CachePadded;
 
-use super::registry::{cancel_in_place, Registry, Task, TaskSlots};
+use super::registry::{Registry, Task, TaskSlots};
 
 /// Rounds of unsuccessful searching spent spinning before yielding, and before parking.
 /// Spinning briefly catches the next job of a fork-join computation without a futex round
@@ -144,7 +144,7 @@ impl Overflow<Header> for ToInject<'_> {
             // practice; cancelling keeps every task accounted for anyway.
             for ptr in refused {
                 // SAFETY: each pointer carries its Notified's reference (the ring held it).
-                cancel_in_place(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) });
+                unsafe { Task::from_header(ptr) }.shutdown();
             }
         }
     }
@@ -230,7 +230,7 @@ impl WorkerThread {
     /// that an owner about to run it is not robbed), and filling it notifies the idle workers
     /// like any other push, so an idle worker is awake to take it.
     pub(crate) fn schedule_local(&self, task: Task, is_yield: bool) {
-        let ptr = task.into_raw().as_ptr();
+        let ptr = task.into_header();
         if is_yield || !self.tasks.in_task.get() {
             self.ring.push_back(ptr, &self.to_inject());
         } else {
@@ -269,7 +269,7 @@ impl WorkerThread {
         // Acquire: pairs with a Release fill (ours, or nobody else's: only we fill it).
         let ptr = NonNull::new(slot.swap(ptr::null_mut(), Acquire))?;
         // SAFETY: the slot held this task's Notified (see `schedule_local`).
-        Some(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) })
+        Some(unsafe { Task::from_header(ptr) })
     }
 
     /// Steps 2 and 3 of the find-work order for tasks: maintenance and the inject queue every
@@ -295,7 +295,7 @@ impl WorkerThread {
         state.lifo_streak.set(0);
         if let Some(ptr) = self.ring.pop() {
             // SAFETY: the ring holds Notified pointers (see `schedule_local`).
-            return Some(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) });
+            return Some(unsafe { Task::from_header(ptr) });
         }
         if let Some(task) = self.take_lifo() {
             state.lifo_streak.set(1);
@@ -309,7 +309,7 @@ impl WorkerThread {
     fn pull_mailbox(&self) -> Option<Task> {
         let ptr = self.slots().mailbox.pop()?;
         // SAFETY: the mailbox holds Notified pointers (see `Registry::spawn_to`).
-        Some(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) })
+        Some(unsafe { Task::from_header(ptr) })
     }
 
     /// Takes a batch from the inject queue: this worker's share (the queue's length divided
@@ -334,7 +334,7 @@ impl WorkerThread {
         };
         bump(&self.counters.inject_pulls);
         // SAFETY: the inject queue holds Notified pointers (see `Registry::push_remote`).
-        Some(unsafe { Task::from_raw(RawTask::from_ptr(ptr)) })
+        Some(unsafe { Task::from_header(ptr) })
     }
 
     /// Polls a task once, with a fresh cooperative budget.
@@ -377,7 +377,7 @@ impl WorkerThread {
         state.batch_tasks.set(0);
         state.countdown.set(state.interval.get());
         let timers = &self.registry.timers;
-        if timers.is_due() && timers.try_drive(self.index) {
+        if timers.is_due(now) && timers.try_drive(self.index) {
             timers.fire_due();
             timers.release();
         }
@@ -453,18 +453,14 @@ impl WorkerThread {
                     bump(&counters.steal_operations);
                     counters.add(&counters.tasks_stolen, moved + 1);
                     // SAFETY: rings hold Notified pointers.
-                    return Some(Work::Task(unsafe {
-                        Task::from_raw(RawTask::from_ptr(ptr))
-                    }));
+                    return Some(Work::Task(unsafe { Task::from_header(ptr) }));
                 }
             }
             if let Some(ptr) = slots.mailbox.pop() {
                 bump(&counters.steal_operations);
                 bump(&counters.tasks_stolen);
                 // SAFETY: mailboxes hold Notified pointers.
-                return Some(Work::Task(unsafe {
-                    Task::from_raw(RawTask::from_ptr(ptr))
-                }));
+                return Some(Work::Task(unsafe { Task::from_header(ptr) }));
             }
             if lifo && !slots.lifo.load(Relaxed).is_null() {
                 // Acquire: pairs with the owner's Release fill in `schedule_local`.
@@ -473,9 +469,7 @@ impl WorkerThread {
                     bump(&counters.tasks_stolen);
                     bump(&counters.lifo_steals);
                     // SAFETY: LIFO slots hold Notified pointers.
-                    return Some(Work::Task(unsafe {
-                        Task::from_raw(RawTask::from_ptr(ptr))
-                    }));
+                    return Some(Work::Task(unsafe { Task::from_header(ptr) }));
                 }
             }
         }

@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::sync::{lock, Condvar, Mutex, MutexGuard};
+use crate::sync::{lock, wait_until, Condvar, Mutex};
 
 #[derive(Debug, Default)]
 struct Tokens {
@@ -32,26 +32,6 @@ impl Parker {
         Parker::default()
     }
 
-    fn wait<'a>(
-        &self,
-        guard: MutexGuard<'a, Tokens>,
-        deadline: Option<Instant>,
-    ) -> MutexGuard<'a, Tokens> {
-        match deadline {
-            None => match self.condvar.wait(guard) {
-                Ok(guard) => guard,
-                Err(poisoned) => poisoned.into_inner(),
-            },
-            Some(deadline) => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match self.condvar.wait_timeout(guard, left) {
-                    Ok((guard, _)) => guard,
-                    Err(poisoned) => poisoned.into_inner().0,
-                }
-            }
-        }
-    }
-
     /// Blocks until any token is present or `timeout` passes. Consumes nothing.
     pub(crate) fn park(&self, timeout: Option<Duration>) {
         let deadline = timeout.map(|t| Instant::now() + t);
@@ -60,7 +40,7 @@ impl Parker {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return;
             }
-            tokens = self.wait(tokens, deadline);
+            tokens = wait_until(&self.condvar, tokens, deadline);
         }
     }
 
@@ -68,7 +48,7 @@ impl Parker {
     pub(crate) fn take_searching(&self) {
         let mut tokens = lock(&self.tokens);
         while !tokens.searching {
-            tokens = self.wait(tokens, None);
+            tokens = wait_until(&self.condvar, tokens, None);
         }
         *tokens = Tokens::default();
     }

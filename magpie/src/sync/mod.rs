@@ -34,6 +34,28 @@ pub(crate) mod atomic {
     pub(crate) use std::sync::atomic::{compiler_fence, fence, Ordering::*};
 }
 
+/// Blocks on `condvar` until notified (or spuriously woken), or until `deadline` passes if
+/// there is one; ignores poisoning, as [`lock`] does.
+pub(crate) fn wait_until<'a, T>(
+    condvar: &Condvar,
+    guard: MutexGuard<'a, T>,
+    deadline: Option<std::time::Instant>,
+) -> MutexGuard<'a, T> {
+    match deadline {
+        None => match condvar.wait(guard) {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        },
+        Some(deadline) => {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match condvar.wait_timeout(guard, left) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            }
+        }
+    }
+}
+
 /// Locks `mutex`, ignoring poisoning.
 ///
 /// magpie never panics while holding one of its own locks (user code never runs under them),

@@ -6,7 +6,9 @@ use std::future::Future;
 use std::marker::PhantomData;
 
 use super::join::JoinHandle;
-use super::raw::RawTask;
+use std::ptr::NonNull;
+
+use super::raw::{Header, RawTask};
 
 /// Where a task goes when it is woken: the runtime's run queues (tests use a plain queue).
 ///
@@ -74,6 +76,32 @@ impl<S: Schedule> Notified<S> {
         let raw = self.into_raw();
         // SAFETY: the Notified's reference and NOTIFIED bit are handed to the poll.
         unsafe { raw.poll() }
+    }
+
+    /// Takes over a `Notified` that a queue held as its header pointer
+    /// ([`Notified::into_header`]).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from `into_header` of a `Notified<S>`, and is used this once.
+    pub(crate) unsafe fn from_header(ptr: NonNull<Header>) -> Notified<S> {
+        // SAFETY: the caller's contract: the pointer carries that Notified's reference and
+        // NOTIFIED bit, and the scheduler type is `S`.
+        unsafe { Notified::from_raw(RawTask::from_ptr(ptr)) }
+    }
+
+    /// Gives up the handle as its header pointer, for queues of raw pointers; the queue
+    /// then holds the reference and the right to run the task.
+    pub(crate) fn into_header(self) -> NonNull<Header> {
+        self.into_raw().as_ptr()
+    }
+
+    /// Cancels the task in place, for a `Notified` that cannot be queued (its runtime is
+    /// shutting down): the future is dropped on this thread and the handle resolves to
+    /// cancelled.
+    pub(crate) fn shutdown(self) {
+        // SAFETY: the Notified's reference is handed to `shutdown`, which consumes it.
+        unsafe { self.into_raw().shutdown() }
     }
 
     /// The task this handle runs.

@@ -74,7 +74,13 @@ impl Driver {
 
     /// Now in wheel milliseconds, rounded down.
     pub(crate) fn now_ms(&self) -> u64 {
-        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX - 1)
+        self.ms_at(Instant::now())
+    }
+
+    /// `now` in wheel milliseconds, rounded down.
+    fn ms_at(&self, now: Instant) -> u64 {
+        let since = now.saturating_duration_since(self.start);
+        u64::try_from(since.as_millis()).unwrap_or(u64::MAX - 1)
     }
 
     /// Files (or re-files) a timer for `deadline_ms` that wakes `waker`. `old` is the key of
@@ -146,11 +152,11 @@ impl Driver {
         Some(Duration::from_millis(next.saturating_sub(now)))
     }
 
-    /// Whether a timer may be due (cheap: one load and the clock).
-    pub(crate) fn is_due(&self) -> bool {
+    /// Whether a timer may be due at `now` (cheap: one load; the caller has the clock).
+    pub(crate) fn is_due(&self, now: Instant) -> bool {
         // Relaxed: a hint; `fire_due` rereads under the lock.
         let next = self.next_ms.load(Relaxed);
-        next != NONE && next <= self.now_ms()
+        next != NONE && next <= self.ms_at(now)
     }
 
     /// Fires every timer that is due and recomputes the next deadline. Returns how many fired.
