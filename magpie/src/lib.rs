@@ -98,7 +98,11 @@ pub mod time;
 mod util;
 
 #[cfg(not(loom))]
+pub mod iter;
+#[cfg(not(loom))]
 mod join;
+#[cfg(not(loom))]
+pub mod prelude;
 #[cfg(not(loom))]
 mod runtime;
 #[cfg(not(loom))]

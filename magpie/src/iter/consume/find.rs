@@ -1,0 +1,367 @@
+//! The consumers that can stop early: `find_any` (and through it `any`, `all`,
+//! `position_any`), `find_first` and `find_last` (and the `position_*` on top of them).
+//!
+//! Every piece asks, before it starts and between items, whether the answer is already
+//! certain; the bridge asks too before it cuts a piece in two, so once it is, no new piece
+//! starts.
+//!
+//! * `find_any`: certain as soon as any piece finds a match; one shared flag.
+//! * `find_first`: a piece can stop once a match is known *to its left*. Each consumer owns
+//!   a span `[lo, hi)` of the number line `0..usize::MAX`, and splitting gives the left half
+//!   to the left consumer, so spans are ordered as the items are. A piece that finds a match
+//!   lowers the shared `best` to its `lo`; a piece whose `lo` is above `best` stops. Only the
+//!   pieces left of the best match so far keep running. The answer is still taken from the
+//!   reduction, left before right, so the first match wins even when a piece to its right
+//!   finished first.
+//! * `find_last`: the mirror image, with `best` raised to `lo` and the right result winning.
+//!
+//! The spans halve at each split; after 64 levels they cannot halve any more and pieces
+//! share a `lo`, which only means they cannot stop each other early. Every atomic here is
+//! `Relaxed`: the flags only tell pieces to stop, and the results travel back through
+//! `join`, which orders them.
+
+use std::cell::Cell;
+
+use crate::iter::plumbing::{Consumer, Folder, Reducer, UnindexedConsumer};
+use crate::iter::ParallelIterator;
+use crate::sync::atomic::Relaxed;
+use crate::sync::{AtomicBool, AtomicUsize};
+
+pub(crate) fn find_any<I, P>(iter: I, predicate: &P) -> Option<I::Item>
+where
+    I: ParallelIterator,
+    P: Fn(&I::Item) -> bool + Sync,
+{
+    let found = AtomicBool::new(false);
+    iter.drive_unindexed(FindAnyConsumer {
+        predicate,
+        found: &found,
+    })
+}
+
+struct FindAnyConsumer<'f, P> {
+    predicate: &'f P,
+    found: &'f AtomicBool,
+}
+
+impl<'f, P> Clone for FindAnyConsumer<'f, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<'f, P> Copy for FindAnyConsumer<'f, P> {}
+
+impl<'f, T, P> Consumer<T> for FindAnyConsumer<'f, P>
+where
+    T: Send,
+    P: Fn(&T) -> bool + Sync,
+{
+    type Folder = FindAnyFolder<'f, P, T>;
+    type Reducer = FirstSome;
+    type Result = Option<T>;
+
+    fn split_at(self, _index: usize) -> (Self, Self, FirstSome) {
+        (self, self, FirstSome)
+    }
+
+    fn into_folder(self) -> Self::Folder {
+        FindAnyFolder {
+            predicate: self.predicate,
+            found: self.found,
+            item: None,
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.found.load(Relaxed)
+    }
+}
+
+impl<'f, T, P> UnindexedConsumer<T> for FindAnyConsumer<'f, P>
+where
+    T: Send,
+    P: Fn(&T) -> bool + Sync,
+{
+    fn split_off_left(&self) -> Self {
+        *self
+    }
+
+    fn to_reducer(&self) -> FirstSome {
+        FirstSome
+    }
+}
+
+struct FindAnyFolder<'f, P, T> {
+    predicate: &'f P,
+    found: &'f AtomicBool,
+    item: Option<T>,
+}
+
+impl<'f, T, P> Folder<T> for FindAnyFolder<'f, P, T>
+where
+    P: Fn(&T) -> bool,
+{
+    type Result = Option<T>;
+
+    fn consume(mut self, item: T) -> Self {
+        if (self.predicate)(&item) {
+            self.found.store(true, Relaxed);
+            self.item = Some(item);
+        }
+        self
+    }
+
+    fn consume_iter<I>(mut self, iter: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+    {
+        let found = self.found;
+        self.item = iter
+            .into_iter()
+            .take_while(|_| !found.load(Relaxed))
+            .find(self.predicate);
+        if self.item.is_some() {
+            found.store(true, Relaxed);
+        }
+        self
+    }
+
+    fn complete(self) -> Option<T> {
+        self.item
+    }
+
+    fn full(&self) -> bool {
+        self.item.is_some() || self.found.load(Relaxed)
+    }
+}
+
+/// Keeps the left result if it has one: the reducer of `find_any` and `find_first`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FirstSome;
+
+impl<T> Reducer<Option<T>> for FirstSome {
+    fn reduce(self, left: Option<T>, right: Option<T>) -> Option<T> {
+        left.or(right)
+    }
+}
+
+/// Keeps the right result if it has one: the reducer of `find_last`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LastSome;
+
+impl<T> Reducer<Option<T>> for LastSome {
+    fn reduce(self, left: Option<T>, right: Option<T>) -> Option<T> {
+        right.or(left)
+    }
+}
+
+/// Which end `find_first` / `find_last` wants.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum End {
+    First,
+    Last,
+}
+
+pub(crate) fn find_first<I, P>(iter: I, predicate: &P) -> Option<I::Item>
+where
+    I: ParallelIterator,
+    P: Fn(&I::Item) -> bool + Sync,
+{
+    find_end(iter, predicate, End::First)
+}
+
+pub(crate) fn find_last<I, P>(iter: I, predicate: &P) -> Option<I::Item>
+where
+    I: ParallelIterator,
+    P: Fn(&I::Item) -> bool + Sync,
+{
+    find_end(iter, predicate, End::Last)
+}
+
+fn find_end<I, P>(iter: I, predicate: &P, end: End) -> Option<I::Item>
+where
+    I: ParallelIterator,
+    P: Fn(&I::Item) -> bool + Sync,
+{
+    let best = AtomicUsize::new(match end {
+        End::First => usize::MAX,
+        End::Last => 0,
+    });
+    iter.drive_unindexed(FindEndConsumer {
+        predicate,
+        best: &best,
+        end,
+        lo: Cell::new(0),
+        hi: usize::MAX,
+    })
+}
+
+struct FindEndConsumer<'f, P> {
+    predicate: &'f P,
+    /// The `lo` of the best match found so far (lowest for `First`, highest for `Last`).
+    best: &'f AtomicUsize,
+    end: End,
+    /// This consumer's span, `[lo, hi)`; `lo` is a `Cell` because
+    /// [`split_off_left`](UnindexedConsumer::split_off_left) gives away the left half of it
+    /// through a shared reference.
+    lo: Cell<usize>,
+    hi: usize,
+}
+
+impl<'f, P> FindEndConsumer<'f, P> {
+    fn with_span(&self, lo: usize, hi: usize) -> Self {
+        FindEndConsumer {
+            predicate: self.predicate,
+            best: self.best,
+            end: self.end,
+            lo: Cell::new(lo),
+            hi,
+        }
+    }
+
+    fn mid(&self) -> usize {
+        let lo = self.lo.get();
+        lo + (self.hi - lo) / 2
+    }
+}
+
+/// Whether a match at span start `best` makes one at `lo` irrelevant.
+fn beaten(end: End, best: &AtomicUsize, lo: usize) -> bool {
+    match end {
+        End::First => best.load(Relaxed) < lo,
+        End::Last => best.load(Relaxed) > lo,
+    }
+}
+
+impl<'f, T, P> Consumer<T> for FindEndConsumer<'f, P>
+where
+    T: Send,
+    P: Fn(&T) -> bool + Sync,
+{
+    type Folder = FindEndFolder<'f, P, T>;
+    type Reducer = FindEndReducer;
+    type Result = Option<T>;
+
+    fn split_at(self, _index: usize) -> (Self, Self, FindEndReducer) {
+        let mid = self.mid();
+        (
+            self.with_span(self.lo.get(), mid),
+            self.with_span(mid, self.hi),
+            FindEndReducer(self.end),
+        )
+    }
+
+    fn into_folder(self) -> Self::Folder {
+        FindEndFolder {
+            predicate: self.predicate,
+            best: self.best,
+            end: self.end,
+            lo: self.lo.get(),
+            item: None,
+        }
+    }
+
+    fn full(&self) -> bool {
+        beaten(self.end, self.best, self.lo.get())
+    }
+}
+
+impl<'f, T, P> UnindexedConsumer<T> for FindEndConsumer<'f, P>
+where
+    T: Send,
+    P: Fn(&T) -> bool + Sync,
+{
+    fn split_off_left(&self) -> Self {
+        let mid = self.mid();
+        let left = self.with_span(self.lo.get(), mid);
+        self.lo.set(mid);
+        left
+    }
+
+    fn to_reducer(&self) -> FindEndReducer {
+        FindEndReducer(self.end)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FindEndReducer(End);
+
+impl<T> Reducer<Option<T>> for FindEndReducer {
+    fn reduce(self, left: Option<T>, right: Option<T>) -> Option<T> {
+        match self.0 {
+            End::First => FirstSome.reduce(left, right),
+            End::Last => LastSome.reduce(left, right),
+        }
+    }
+}
+
+struct FindEndFolder<'f, P, T> {
+    predicate: &'f P,
+    best: &'f AtomicUsize,
+    end: End,
+    lo: usize,
+    item: Option<T>,
+}
+
+impl<'f, P, T> FindEndFolder<'f, P, T> {
+    fn record(&self) {
+        match self.end {
+            End::First => self.best.fetch_min(self.lo, Relaxed),
+            End::Last => self.best.fetch_max(self.lo, Relaxed),
+        };
+    }
+}
+
+impl<'f, T, P> Folder<T> for FindEndFolder<'f, P, T>
+where
+    P: Fn(&T) -> bool,
+{
+    type Result = Option<T>;
+
+    fn consume(mut self, item: T) -> Self {
+        let wanted = match self.end {
+            // The first match of this piece is its answer; `full` stops it after that.
+            End::First => self.item.is_none(),
+            // The last match is: keep replacing.
+            End::Last => true,
+        };
+        if wanted && (self.predicate)(&item) {
+            self.item = Some(item);
+            self.record();
+        }
+        self
+    }
+
+    fn consume_iter<I>(mut self, iter: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+    {
+        let (end, best, lo) = (self.end, self.best, self.lo);
+        let mut iter = iter.into_iter().take_while(|_| !beaten(end, best, lo));
+        match end {
+            End::First => {
+                if self.item.is_none() {
+                    self.item = iter.find(self.predicate);
+                }
+            }
+            End::Last => {
+                if let Some(item) = iter.filter(self.predicate).last() {
+                    self.item = Some(item);
+                }
+            }
+        }
+        if self.item.is_some() {
+            self.record();
+        }
+        self
+    }
+
+    fn complete(self) -> Option<T> {
+        self.item
+    }
+
+    fn full(&self) -> bool {
+        (self.end == End::First && self.item.is_some()) || beaten(self.end, self.best, self.lo)
+    }
+}

@@ -1,0 +1,165 @@
+//! Splitting a producer and a consumer in step: the only place parallel iterators fork.
+//!
+//! How many pieces (see README.md beside this file for the whole story):
+//!
+//! 1. A computation starts with a budget of `splits` = the number of workers, and halves it
+//!    at each split, so an undisturbed run cuts its input into about 2 × workers pieces:
+//!    enough for every worker to take one, few enough that each piece is long and runs as a
+//!    tight sequential loop.
+//! 2. A piece that was **stolen** (it runs on another worker than the one that split it)
+//!    resets its budget to at least the number of workers: the thief had nothing to do, so
+//!    the load is uneven, and the stolen piece is cut again so that its work can spread too.
+//!    This is Rayon's *thief-splitting* (rayon-core `iter/plumbing/mod.rs`, `Splitter`), and
+//!    it is what handles uneven per-item costs without tuning.
+//! 3. A piece is never cut below the producer's `min_len` (at least 1) and always cut above
+//!    its `max_len`.
+//! 4. An input too short to cut at all runs on the calling thread, without touching the
+//!    pool, not even to enter it from outside.
+
+use super::{Consumer, Folder, Producer, ProducerCallback, Reducer};
+use crate::iter::IndexedParallelIterator;
+
+/// Drives the indexed iterator `iter` into `consumer`: gets its producer and hands both to
+/// [`bridge_producer_consumer`].
+///
+/// This is how an indexed iterator implements [`drive`](IndexedParallelIterator::drive) and
+/// [`drive_unindexed`](crate::iter::ParallelIterator::drive_unindexed). See the
+/// [module docs](super) for an example.
+pub fn bridge<I, C>(iter: I, consumer: C) -> C::Result
+where
+    I: IndexedParallelIterator,
+    C: Consumer<I::Item>,
+{
+    let len = iter.len();
+    iter.with_producer(Callback { len, consumer })
+}
+
+struct Callback<C> {
+    len: usize,
+    consumer: C,
+}
+
+impl<C, Item> ProducerCallback<Item> for Callback<C>
+where
+    C: Consumer<Item>,
+{
+    type Output = C::Result;
+
+    fn callback<P>(self, producer: P) -> C::Result
+    where
+        P: Producer<Item = Item>,
+    {
+        bridge_producer_consumer(self.len, producer, self.consumer)
+    }
+}
+
+/// Splits `producer` (of `len` items) and `consumer` in step across the current runtime's
+/// workers, folds each piece sequentially, and reduces the results in order.
+///
+/// See the [module docs](self) of `bridge` and the [plumbing docs](super) for how.
+pub fn bridge_producer_consumer<P, C>(len: usize, producer: P, consumer: C) -> C::Result
+where
+    P: Producer,
+    C: Consumer<P::Item>,
+{
+    let min = producer.min_len().max(1);
+    if len / 2 < min && len <= producer.max_len() {
+        // Rule 4: nothing to split, so nothing to schedule.
+        return producer.fold_with(consumer.into_folder()).complete();
+    }
+    let splitter = LengthSplitter::new(min, producer.max_len(), len);
+    split_and_fold(len, false, splitter, producer, consumer)
+}
+
+fn split_and_fold<P, C>(
+    len: usize,
+    stolen: bool,
+    mut splitter: LengthSplitter,
+    producer: P,
+    consumer: C,
+) -> C::Result
+where
+    P: Producer,
+    C: Consumer<P::Item>,
+{
+    if consumer.full() {
+        // The answer is already certain (early exit): start nothing more.
+        return consumer.into_folder().complete();
+    }
+    if !splitter.try_split(len, stolen) {
+        return producer.fold_with(consumer.into_folder()).complete();
+    }
+    let mid = len / 2;
+    let (left_producer, right_producer) = producer.split_at(mid);
+    let (left_consumer, right_consumer, reducer) = consumer.split_at(mid);
+    let (left, right) = join_migrated(
+        |stolen| split_and_fold(mid, stolen, splitter, left_producer, left_consumer),
+        |stolen| split_and_fold(len - mid, stolen, splitter, right_producer, right_consumer),
+    );
+    reducer.reduce(left, right)
+}
+
+/// [`join`](crate::join), telling each half whether it runs on another worker than the one
+/// that called: `true` for a stolen half, and for both halves of a call from outside the pool.
+fn join_migrated<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce(bool) -> RA + Send,
+    B: FnOnce(bool) -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let origin = crate::current_worker_index();
+    crate::join(
+        move || a(crate::current_worker_index() != origin),
+        move || b(crate::current_worker_index() != origin),
+    )
+}
+
+/// The split budget (rules 1 and 2 of the module docs).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Splitter {
+    splits: usize,
+}
+
+impl Splitter {
+    pub(crate) fn new() -> Splitter {
+        Splitter {
+            splits: crate::current_num_workers(),
+        }
+    }
+
+    /// Whether to split once more; `stolen` says the piece at hand was stolen.
+    pub(crate) fn try_split(&mut self, stolen: bool) -> bool {
+        if stolen {
+            self.splits = (self.splits / 2).max(crate::current_num_workers());
+            true
+        } else if self.splits > 0 {
+            self.splits /= 2;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// [`Splitter`] plus the length bounds of rule 3.
+#[derive(Clone, Copy, Debug)]
+struct LengthSplitter {
+    inner: Splitter,
+    min: usize,
+}
+
+impl LengthSplitter {
+    fn new(min: usize, max: usize, len: usize) -> LengthSplitter {
+        let mut inner = Splitter::new();
+        // Pieces of at most `max` items need at least `len / max` splits; the budget halves
+        // per level, so a budget of `len / max` covers that many levels' worth of pieces.
+        let needed = len / max.max(1);
+        inner.splits = inner.splits.max(needed);
+        LengthSplitter { inner, min }
+    }
+
+    fn try_split(&mut self, len: usize, stolen: bool) -> bool {
+        len / 2 >= self.min && self.inner.try_split(stolen)
+    }
+}
