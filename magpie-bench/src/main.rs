@@ -16,6 +16,7 @@ mod async_rows;
 mod fork_join;
 mod harness;
 mod idle;
+mod iter_rows;
 mod pools;
 
 use std::path::PathBuf;
@@ -50,6 +51,46 @@ enum Command {
     /// Spawning, waking and yielding async tasks (tokio's scheduler benchmarks), and async
     /// tasks that run fork-join work.
     Async(AsyncArgs),
+    /// Parallel iterators (sum, map + collect, min_by_key, position_first, any) and parallel
+    /// sorts against rayon's, with the sequential std versions as the baseline.
+    Iter(IterArgs),
+}
+
+#[derive(Args, Debug)]
+struct IterArgs {
+    /// Worker threads per pool.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Rows to run.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "sum,map-collect,min-by-key,position-first,any,sort-unstable,sort"
+    )]
+    only: Vec<IterRow>,
+    /// Elements summed by the `sum` row.
+    #[arg(long, default_value_t = 100_000_000)]
+    sum_len: usize,
+    /// Elements of the other scans.
+    #[arg(long, default_value_t = 10_000_000)]
+    scan_len: usize,
+    /// Elements sorted.
+    #[arg(long, default_value_t = 10_000_000)]
+    sort_len: usize,
+    #[command(flatten)]
+    sampling: Sampling,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum IterRow {
+    Sum,
+    MapCollect,
+    MinByKey,
+    PositionFirst,
+    Any,
+    SortUnstable,
+    Sort,
 }
 
 #[derive(Args, Debug)]
@@ -452,6 +493,84 @@ fn async_rows(args: &AsyncArgs, info: &MachineInfo) -> ExitCode {
     }
 }
 
+fn iter_rows(args: &IterArgs, info: &MachineInfo) -> ExitCode {
+    use iter_rows::{Scan, ScanRow, Shape, SortRow};
+    let samples = args.sampling.samples();
+    info.print("iter", &args.workers.to_string());
+    let pools = Pools::new(args.workers);
+    let impls = [Impl::Sequential, Impl::Magpie, Impl::Rayon];
+    let mut summary = Vec::new();
+    let mut measurements = Vec::new();
+    // Made one at a time, so that only one input is in memory at once.
+    let mut rows: Vec<Box<dyn Fn() -> Box<dyn Workload>>> = Vec::new();
+    let (sum_len, scan_len, sort_len) = (args.sum_len, args.scan_len, args.sort_len);
+    for row in [
+        IterRow::Sum,
+        IterRow::MapCollect,
+        IterRow::MinByKey,
+        IterRow::PositionFirst,
+        IterRow::Any,
+        IterRow::SortUnstable,
+        IterRow::Sort,
+    ] {
+        if !args.only.contains(&row) {
+            continue;
+        }
+        match row {
+            IterRow::Sum => rows.push(Box::new(move || Box::new(ScanRow::new(Scan::Sum, sum_len)))),
+            IterRow::MapCollect => {
+                rows.push(Box::new(move || Box::new(ScanRow::new(Scan::MapCollect, scan_len))))
+            }
+            IterRow::MinByKey => {
+                rows.push(Box::new(move || Box::new(ScanRow::new(Scan::MinByKey, scan_len))))
+            }
+            IterRow::PositionFirst => {
+                for percent in [1, 50] {
+                    rows.push(Box::new(move || {
+                        Box::new(ScanRow::new(Scan::PositionFirst { percent }, scan_len))
+                    }));
+                }
+            }
+            IterRow::Any => {
+                for percent in [Some(1), None] {
+                    rows.push(Box::new(move || {
+                        Box::new(ScanRow::new(Scan::Any { percent }, scan_len))
+                    }));
+                }
+            }
+            IterRow::SortUnstable | IterRow::Sort => {
+                let stable = row == IterRow::Sort;
+                for shape in [Shape::Random, Shape::Sorted, Shape::Reversed, Shape::Equal] {
+                    rows.push(Box::new(move || Box::new(SortRow::new(stable, shape, sort_len))));
+                }
+            }
+        }
+    }
+    for make in &rows {
+        let mut workload = make();
+        let m = measure(
+            workload.as_mut(),
+            &pools,
+            &impls,
+            args.sampling.warmup,
+            samples,
+        );
+        drop(workload);
+        println!("{}", render_measurement(&m));
+        summary.push(m.clone());
+        measurements.push(m);
+    }
+    println!("{}", iter_rows::render_summary(&summary));
+    print_load_after();
+    match &args.sampling.json {
+        Some(path) => {
+            let items: Vec<String> = measurements.iter().map(measurement_json).collect();
+            write_json(path, info, "iter", json::array(&items))
+        }
+        None => ExitCode::SUCCESS,
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let info = MachineInfo::collect();
@@ -460,6 +579,7 @@ fn main() -> ExitCode {
         Command::Idle(a) => a.workers > 0,
         Command::Scale(_) => true,
         Command::Async(a) => a.workers > 0,
+        Command::Iter(a) => a.workers > 0,
     };
     if !workers_ok {
         eprintln!("--workers must be positive");
@@ -470,5 +590,6 @@ fn main() -> ExitCode {
         Command::Idle(args) => idle(args, &info),
         Command::Scale(args) => scale(args, &info),
         Command::Async(args) => async_rows(args, &info),
+        Command::Iter(args) => iter_rows(args, &info),
     }
 }

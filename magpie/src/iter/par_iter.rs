@@ -328,16 +328,21 @@ pub trait ParallelIterator: Sized + Send {
     where
         OP: Fn(Self::Item, Self::Item) -> Self::Item + Sync + Send,
     {
-        let combine = |left: Option<Self::Item>, right: Option<Self::Item>| match (left, right) {
-            (Some(left), Some(right)) => Some(op(left, right)),
-            (left, None) => left,
-            (None, right) => right,
-        };
         self.fold(
             || None,
-            |acc: Option<Self::Item>, item| combine(acc, Some(item)),
+            |acc: Option<Self::Item>, item| match acc {
+                Some(acc) => Some(op(acc, item)),
+                None => Some(item),
+            },
         )
-        .reduce(|| None, &combine)
+        .reduce(
+            || None,
+            |left, right| match (left, right) {
+                (Some(left), Some(right)) => Some(op(left, right)),
+                (left, None) => left,
+                (None, right) => right,
+            },
+        )
     }
 
     /// Sums the items, as [`Iterator::sum`] does.

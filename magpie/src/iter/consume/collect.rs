@@ -159,6 +159,23 @@ impl<'c, T> Folder<T> for CollectResult<'c, T> {
         self
     }
 
+    fn consume_iter<I>(mut self, iter: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+    {
+        // `consume` by value would move the whole result through every iteration.
+        for item in iter {
+            assert!(
+                self.initialized < self.len,
+                "collect: the iterator gave more items than it promised"
+            );
+            // SAFETY: as in `consume`.
+            unsafe { self.start.add(self.initialized).write(item) };
+            self.initialized += 1;
+        }
+        self
+    }
+
     fn complete(self) -> Self {
         self
     }

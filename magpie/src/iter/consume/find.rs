@@ -117,10 +117,11 @@ where
         I: IntoIterator<Item = T>,
     {
         let found = self.found;
+        let mut stop = Countdown::new(|| found.load(Relaxed));
         self.item = iter
             .into_iter()
-            .take_while(|_| !found.load(Relaxed))
-            .find(self.predicate);
+            .find(|item| stop.now() || (self.predicate)(item))
+            .filter(|_| !stop.stopped);
         if self.item.is_some() {
             found.store(true, Relaxed);
         }
@@ -133,6 +134,42 @@ where
 
     fn full(&self) -> bool {
         self.item.is_some() || self.found.load(Relaxed)
+    }
+}
+
+/// Asks `should_stop` once every [`Countdown::EVERY`] items instead of at every item: a
+/// shared atomic read in the inner loop would keep it from running at the speed of a plain
+/// sequential search, and stopping a few hundred items late costs nothing measurable.
+struct Countdown<F> {
+    should_stop: F,
+    left: u32,
+    /// Set once `should_stop` said yes.
+    stopped: bool,
+}
+
+impl<F: FnMut() -> bool> Countdown<F> {
+    const EVERY: u32 = 512;
+
+    fn new(should_stop: F) -> Self {
+        // The first question comes at once: a piece that starts after the answer is known
+        // looks at no item.
+        Countdown {
+            should_stop,
+            left: 0,
+            stopped: false,
+        }
+    }
+
+    /// Called before each item: true if the search should stop here.
+    #[inline]
+    fn now(&mut self) -> bool {
+        if self.left == 0 {
+            self.left = Self::EVERY;
+            self.stopped = (self.should_stop)();
+            return self.stopped;
+        }
+        self.left -= 1;
+        false
     }
 }
 
@@ -338,16 +375,23 @@ where
         I: IntoIterator<Item = T>,
     {
         let (end, best, lo) = (self.end, self.best, self.lo);
-        let mut iter = iter.into_iter().take_while(|_| !beaten(end, best, lo));
+        let mut stop = Countdown::new(|| beaten(end, best, lo));
+        let mut iter = iter.into_iter();
         match end {
             End::First => {
                 if self.item.is_none() {
-                    self.item = iter.find(self.predicate);
+                    self.item = iter
+                        .find(|item| stop.now() || (self.predicate)(item))
+                        .filter(|_| !stop.stopped);
                 }
             }
             End::Last => {
-                if let Some(item) = iter.filter(self.predicate).last() {
-                    self.item = Some(item);
+                let last = iter
+                    .take_while(|_| !stop.now())
+                    .filter(self.predicate)
+                    .last();
+                if last.is_some() {
+                    self.item = last;
                 }
             }
         }

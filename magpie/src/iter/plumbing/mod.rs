@@ -2,8 +2,8 @@
 //! the bridge that splits a producer and a consumer in step across the pool.
 //!
 //! This module is for code that implements its own parallel iterators; code that only uses
-//! them never names it. [`README.md`](https://example.invalid/magpie/iter/plumbing/README.md)
-//! beside this file explains the design, with pictures. In short:
+//! them never names it. `README.md` beside this file (`magpie/src/iter/plumbing/`) explains
+//! the design, with pictures. In short:
 //!
 //! * A [`Producer`] is a splittable source of items of known length (a slice, a range). It
 //!   can be cut at any index ([`Producer::split_at`]) and turned into a sequential iterator.
