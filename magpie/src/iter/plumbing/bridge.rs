@@ -163,3 +163,68 @@ impl LengthSplitter {
         len / 2 >= self.min && self.inner.try_split(stolen)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::prelude::*;
+    use crate::Runtime;
+
+    /// The number of items in each piece, in order: `fold` yields one accumulator per piece.
+    fn piece_sizes<I: IndexedParallelIterator>(iter: I) -> Vec<usize> {
+        iter.fold(|| 0usize, |n, _| n + 1).collect()
+    }
+
+    #[test]
+    fn unsplittable_input_runs_on_the_calling_thread() {
+        let rt = Runtime::builder().worker_threads(2).build().unwrap();
+        rt.block_on(async {
+            // Inside `block_on` the runtime is current, but this thread is not a worker.
+            let ran_on = std::sync::Mutex::new(Vec::new());
+            let record = || ran_on.lock().unwrap().push(crate::current_worker_index());
+            [1u8].par_iter().for_each(|_| record());
+            (0..10u8).into_par_iter().with_min_len(10).for_each(|_| record());
+            assert_eq!(ran_on.into_inner().unwrap(), vec![None; 11]);
+        });
+    }
+
+    #[test]
+    fn splittable_input_runs_on_workers() {
+        let rt = Runtime::builder().worker_threads(2).build().unwrap();
+        rt.block_on(async {
+            let on_workers = (0..1000u32)
+                .into_par_iter()
+                .map(|_| crate::current_worker_index().is_some())
+                .all(|on_worker| on_worker);
+            assert!(on_workers);
+        });
+    }
+
+    #[test]
+    fn max_len_bounds_every_piece() {
+        let rt = Runtime::builder().worker_threads(2).build().unwrap();
+        for max in [1, 3, 64] {
+            let sizes = rt.install(|| piece_sizes((0..1000u32).into_par_iter().with_max_len(max)));
+            assert_eq!(sizes.iter().sum::<usize>(), 1000);
+            assert!(sizes.iter().all(|&n| n <= max), "max {max}: {sizes:?}");
+        }
+    }
+
+    #[test]
+    fn min_len_bounds_every_piece() {
+        let rt = Runtime::builder().worker_threads(4).build().unwrap();
+        let sizes = rt.install(|| piece_sizes((0..1000u32).into_par_iter().with_min_len(300)));
+        assert_eq!(sizes.iter().sum::<usize>(), 1000);
+        assert!(sizes.iter().all(|&n| n >= 300), "{sizes:?}");
+        let whole = rt.install(|| piece_sizes((0..1000u32).into_par_iter().with_min_len(1000)));
+        assert_eq!(whole, [1000]);
+    }
+
+    #[test]
+    fn an_undisturbed_run_makes_a_few_pieces_per_worker() {
+        // One worker: nothing is ever stolen, so the split budget alone decides: 1 split at
+        // the top, then 0: two pieces.
+        let rt = Runtime::builder().worker_threads(1).build().unwrap();
+        let sizes = rt.install(|| piece_sizes((0..1000u32).into_par_iter()));
+        assert_eq!(sizes, [500, 500]);
+    }
+}
