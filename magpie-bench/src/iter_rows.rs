@@ -70,12 +70,25 @@ mod with_std {
     }
 }
 
-/// Runs `magpie` in the magpie pool, `rayon` in the rayon pool, or `std` on this thread, as
-/// `imp` says, and times it.
+/// One consumer in its three versions: `std`, magpie, rayon.
+type Versions<R> = [fn(&[u64]) -> R; 3];
+
+macro_rules! versions {
+    ($consumer:ident) => {
+        [
+            with_std::$consumer as fn(&[u64]) -> _,
+            with_magpie::$consumer,
+            with_rayon::$consumer,
+        ]
+    };
+}
+
+/// Runs the magpie version in the magpie pool, the rayon version in the rayon pool, or the
+/// `std` version on this thread, as `imp` says, and times it.
 fn timed<R: Send>(
     pools: &Pools,
     imp: Impl,
-    (std, magpie, rayon): (fn(&[u64]) -> R, fn(&[u64]) -> R, fn(&[u64]) -> R),
+    [std, magpie, rayon]: Versions<R>,
     data: &[u64],
 ) -> (Duration, R) {
     let start = Instant::now();
@@ -120,7 +133,10 @@ impl ScanRow {
             Scan::Sum => data.iter().sum(),
             Scan::MapCollect => data.iter().map(|&x| map_op(x)).fold(0, u64::wrapping_add),
             Scan::MinByKey => *data.iter().min_by_key(|&&x| key_op(x)).unwrap(),
-            Scan::PositionFirst { percent } | Scan::Any { percent: Some(percent) } => {
+            Scan::PositionFirst { percent }
+            | Scan::Any {
+                percent: Some(percent),
+            } => {
                 let at = len * percent / 100;
                 data[at] = NEEDLE;
                 at as u64
@@ -153,7 +169,9 @@ impl Workload for ScanRow {
             Scan::PositionFirst { percent } => {
                 format!("position_first of {n}, match at {percent}%")
             }
-            Scan::Any { percent: Some(percent) } => format!("any of {n}, match at {percent}%"),
+            Scan::Any {
+                percent: Some(percent),
+            } => format!("any of {n}, match at {percent}%"),
             Scan::Any { percent: None } => format!("any of {n}, no match (full scan)"),
         }
     }
@@ -163,17 +181,13 @@ impl Workload for ScanRow {
         let expected = self.expected;
         match self.scan {
             Scan::Sum => {
-                let fns = (with_std::sum as fn(&[u64]) -> u64, with_magpie::sum as _, with_rayon::sum as _);
+                let fns = versions!(sum);
                 let (t, got) = timed(pools, imp, fns, data);
                 assert_eq!(got, expected);
                 t
             }
             Scan::MapCollect => {
-                let fns = (
-                    with_std::map_collect as fn(&[u64]) -> Vec<u64>,
-                    with_magpie::map_collect as _,
-                    with_rayon::map_collect as _,
-                );
+                let fns = versions!(map_collect);
                 let (t, got) = timed(pools, imp, fns, data);
                 assert_eq!(got.len(), data.len());
                 assert_eq!(got.iter().fold(0, |a: u64, &b| a.wrapping_add(b)), expected);
@@ -181,31 +195,19 @@ impl Workload for ScanRow {
                 t
             }
             Scan::MinByKey => {
-                let fns = (
-                    with_std::min_by_key as fn(&[u64]) -> Option<u64>,
-                    with_magpie::min_by_key as _,
-                    with_rayon::min_by_key as _,
-                );
+                let fns = versions!(min_by_key);
                 let (t, got) = timed(pools, imp, fns, data);
                 assert_eq!(got, Some(expected));
                 t
             }
             Scan::PositionFirst { .. } => {
-                let fns = (
-                    with_std::position_first as fn(&[u64]) -> Option<usize>,
-                    with_magpie::position_first as _,
-                    with_rayon::position_first as _,
-                );
+                let fns = versions!(position_first);
                 let (t, got) = timed(pools, imp, fns, data);
                 assert_eq!(got, Some(expected as usize));
                 t
             }
             Scan::Any { percent } => {
-                let fns = (
-                    with_std::any as fn(&[u64]) -> bool,
-                    with_magpie::any as _,
-                    with_rayon::any as _,
-                );
+                let fns = versions!(any);
                 let (t, got) = timed(pools, imp, fns, data);
                 assert_eq!(got, percent.is_some());
                 t
@@ -235,7 +237,9 @@ pub(crate) struct SortRow {
 impl SortRow {
     pub(crate) fn new(stable: bool, shape: Shape, len: usize) -> SortRow {
         let input: Vec<u32> = match shape {
-            Shape::Random => pseudo_random(len, 0xabcd).map(|x| (x >> 32) as u32).collect(),
+            Shape::Random => pseudo_random(len, 0xabcd)
+                .map(|x| (x >> 32) as u32)
+                .collect(),
             Shape::Sorted => (0..len as u32).collect(),
             Shape::Reversed => (0..len as u32).rev().collect(),
             Shape::Equal => vec![7; len],
@@ -254,7 +258,11 @@ impl SortRow {
 
 impl Workload for SortRow {
     fn name(&self) -> String {
-        let which = if self.stable { "par_sort" } else { "par_sort_unstable" };
+        let which = if self.stable {
+            "par_sort"
+        } else {
+            "par_sort_unstable"
+        };
         let shape = match self.shape {
             Shape::Random => "random",
             Shape::Sorted => "sorted",
@@ -313,14 +321,20 @@ pub(crate) fn render_summary(measurements: &[Measurement]) -> String {
             format!("{:.2}", magpie / rayon),
         ]);
     }
-    let mut out = String::from("### Summary: medians in ms, magpie/rayon below 1.00 means magpie is faster\n\n");
+    let mut out = String::from(
+        "### Summary: medians in ms, magpie/rayon below 1.00 means magpie is faster\n\n",
+    );
     out.push_str(&markdown_table(
         &["row", "sequential", "magpie", "rayon", "magpie/rayon"],
         &[false, true, true, true, true],
         &rows,
     ));
-    let early = measurements.iter().find(|m| m.workload.contains("match at 1%") && m.workload.starts_with("any"));
-    let full = measurements.iter().find(|m| m.workload.contains("full scan"));
+    let early = measurements
+        .iter()
+        .find(|m| m.workload.contains("match at 1%") && m.workload.starts_with("any"));
+    let full = measurements
+        .iter()
+        .find(|m| m.workload.contains("full scan"));
     if let (Some(early), Some(full)) = (early, full) {
         out.push('\n');
         for imp in [Impl::Magpie, Impl::Rayon] {

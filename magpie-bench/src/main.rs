@@ -518,12 +518,12 @@ fn iter_rows(args: &IterArgs, info: &MachineInfo) -> ExitCode {
         }
         match row {
             IterRow::Sum => rows.push(Box::new(move || Box::new(ScanRow::new(Scan::Sum, sum_len)))),
-            IterRow::MapCollect => {
-                rows.push(Box::new(move || Box::new(ScanRow::new(Scan::MapCollect, scan_len))))
-            }
-            IterRow::MinByKey => {
-                rows.push(Box::new(move || Box::new(ScanRow::new(Scan::MinByKey, scan_len))))
-            }
+            IterRow::MapCollect => rows.push(Box::new(move || {
+                Box::new(ScanRow::new(Scan::MapCollect, scan_len))
+            })),
+            IterRow::MinByKey => rows.push(Box::new(move || {
+                Box::new(ScanRow::new(Scan::MinByKey, scan_len))
+            })),
             IterRow::PositionFirst => {
                 for percent in [1, 50] {
                     rows.push(Box::new(move || {
@@ -541,7 +541,9 @@ fn iter_rows(args: &IterArgs, info: &MachineInfo) -> ExitCode {
             IterRow::SortUnstable | IterRow::Sort => {
                 let stable = row == IterRow::Sort;
                 for shape in [Shape::Random, Shape::Sorted, Shape::Reversed, Shape::Equal] {
-                    rows.push(Box::new(move || Box::new(SortRow::new(stable, shape, sort_len))));
+                    rows.push(Box::new(move || {
+                        Box::new(SortRow::new(stable, shape, sort_len))
+                    }));
                 }
             }
         }

@@ -13,6 +13,6 @@
 
 pub use crate::iter::slice::{ParallelSlice, ParallelSliceMut};
 pub use crate::iter::{
-    FromParallelIterator, IndexedParallelIterator, IntoParallelIterator,
-    IntoParallelRefIterator, IntoParallelRefMutIterator, ParallelIterator,
+    FromParallelIterator, IndexedParallelIterator, IntoParallelIterator, IntoParallelRefIterator,
+    IntoParallelRefMutIterator, ParallelIterator,
 };

@@ -9,6 +9,9 @@ use super::{IntoParallelIterator, ParallelIterator};
 /// `Vec`s, ranges, and what `map`, `enumerate`, `zip`, `chain` and the like make of them.
 ///
 /// Only these can be `enumerate`d or `zip`ped, and `position_*` needs one.
+// No `is_empty`: Rayon's trait has none, and code moving over from Rayon should not find a
+// method that its `ExactSizeIterator` imports would make ambiguous.
+#[allow(clippy::len_without_is_empty)]
 pub trait IndexedParallelIterator: ParallelIterator {
     /// The exact number of items.
     ///

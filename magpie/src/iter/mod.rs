@@ -68,7 +68,6 @@ pub use adapters::{
 };
 pub use indexed::IndexedParallelIterator;
 pub use into::{
-    FromParallelIterator, IntoParallelIterator, IntoParallelRefIterator,
-    IntoParallelRefMutIterator,
+    FromParallelIterator, IntoParallelIterator, IntoParallelRefIterator, IntoParallelRefMutIterator,
 };
 pub use par_iter::ParallelIterator;

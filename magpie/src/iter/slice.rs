@@ -66,7 +66,10 @@ pub trait ParallelSliceMut<T: Send> {
     /// assert_eq!(v, [2, 1, 4, 3, 5]);
     /// ```
     fn par_chunks_mut(&mut self, chunk_size: usize) -> ChunksMut<'_, T> {
-        assert!(chunk_size != 0, "par_chunks_mut: chunk size must be non-zero");
+        assert!(
+            chunk_size != 0,
+            "par_chunks_mut: chunk size must be non-zero"
+        );
         ChunksMut {
             chunk_size,
             slice: self.as_parallel_slice_mut(),
@@ -136,7 +139,9 @@ pub trait ParallelSliceMut<T: Send> {
         K: Ord,
         F: Fn(&T) -> K + Sync,
     {
-        sort::par_mergesort(self.as_parallel_slice_mut(), &|a: &T, b: &T| key(a) < key(b));
+        sort::par_mergesort(self.as_parallel_slice_mut(), &|a: &T, b: &T| {
+            key(a) < key(b)
+        });
     }
 
     /// Sorts the slice in parallel without keeping equal elements in order (unstable): a
@@ -200,7 +205,9 @@ pub trait ParallelSliceMut<T: Send> {
         K: Ord,
         F: Fn(&T) -> K + Sync,
     {
-        sort::par_quicksort(self.as_parallel_slice_mut(), &|a: &T, b: &T| key(a) < key(b));
+        sort::par_quicksort(self.as_parallel_slice_mut(), &|a: &T, b: &T| {
+            key(a) < key(b)
+        });
     }
 }
 
@@ -373,7 +380,10 @@ impl<'a, T: Send> Producer for IterMutProducer<'a, T> {
 
     fn split_at(self, index: usize) -> (Self, Self) {
         let (left, right) = self.slice.split_at_mut(index);
-        (IterMutProducer { slice: left }, IterMutProducer { slice: right })
+        (
+            IterMutProducer { slice: left },
+            IterMutProducer { slice: right },
+        )
     }
 }
 
@@ -391,7 +401,11 @@ impl<'a, T> Clone for Chunks<'a, T> {
     }
 }
 
-indexed_slice_iterator!(Chunks<'a, T: Sync>, &'a [T], ChunksProducer { chunk_size, slice });
+indexed_slice_iterator!(
+    Chunks<'a, T: Sync>,
+    &'a [T],
+    ChunksProducer { chunk_size, slice }
+);
 
 struct ChunksProducer<'a, T> {
     chunk_size: usize,
@@ -438,7 +452,11 @@ pub struct ChunksMut<'a, T> {
     slice: &'a mut [T],
 }
 
-indexed_slice_iterator!(ChunksMut<'a, T: Send>, &'a mut [T], ChunksMutProducer { chunk_size, slice });
+indexed_slice_iterator!(
+    ChunksMut<'a, T: Send>,
+    &'a mut [T],
+    ChunksMutProducer { chunk_size, slice }
+);
 
 struct ChunksMutProducer<'a, T> {
     chunk_size: usize,

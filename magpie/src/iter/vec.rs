@@ -98,7 +98,10 @@ impl<'a, T: Send> Producer for DrainProducer<'a, T> {
     fn split_at(mut self, index: usize) -> (Self, Self) {
         let items = std::mem::take(&mut self.items);
         let (left, right) = items.split_at_mut(index);
-        (DrainProducer { items: left }, DrainProducer { items: right })
+        (
+            DrainProducer { items: left },
+            DrainProducer { items: right },
+        )
     }
 }
 

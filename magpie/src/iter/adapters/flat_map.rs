@@ -327,7 +327,9 @@ where
         I: IntoIterator<Item = T>,
     {
         FlatMapIterFolder {
-            base: self.base.consume_iter(iter.into_iter().flat_map(self.map_op)),
+            base: self
+                .base
+                .consume_iter(iter.into_iter().flat_map(self.map_op)),
             map_op: self.map_op,
         }
     }

@@ -1,9 +1,7 @@
 //! `map` and `inspect`: one closure applied to every item, on the producer side (indexed
 //! iterators) or on the consumer side (any iterator).
 
-use crate::iter::plumbing::{
-    Consumer, Folder, Producer, ProducerCallback, UnindexedConsumer,
-};
+use crate::iter::plumbing::{Consumer, Folder, Producer, ProducerCallback, UnindexedConsumer};
 use crate::iter::{IndexedParallelIterator, ParallelIterator};
 
 /// The iterator returned by [`ParallelIterator::map`].
@@ -32,7 +30,8 @@ where
     where
         C: UnindexedConsumer<R>,
     {
-        self.base.drive_unindexed(MapConsumer::new(consumer, &self.map_op))
+        self.base
+            .drive_unindexed(MapConsumer::new(consumer, &self.map_op))
     }
 
     fn opt_len(&self) -> Option<usize> {
@@ -254,10 +253,7 @@ impl<I, F> Inspect<I, F> {
 }
 
 /// `inspect` is a `map` that hands the item back after showing it to the closure.
-fn inspector<T, F: Fn(&T)>(inspect_op: &F) -> impl Fn(T) -> T + Sync + '_
-where
-    F: Sync,
-{
+fn inspector<T, F: Fn(&T) + Sync>(inspect_op: &F) -> impl Fn(T) -> T + Sync + '_ {
     move |item| {
         inspect_op(&item);
         item

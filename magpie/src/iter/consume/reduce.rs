@@ -243,8 +243,10 @@ where
     I: ParallelIterator,
     P: Product<I::Item> + Product<P> + Send,
 {
-    iter.drive_unindexed(AccumulateConsumer::<Accumulator<P, Multiplying>>(PhantomData))
-        .0
+    iter.drive_unindexed(AccumulateConsumer::<Accumulator<P, Multiplying>>(
+        PhantomData,
+    ))
+    .0
 }
 
 struct AccumulateConsumer<A>(PhantomData<fn() -> A>);

@@ -182,7 +182,10 @@ mod tests {
             let ran_on = std::sync::Mutex::new(Vec::new());
             let record = || ran_on.lock().unwrap().push(crate::current_worker_index());
             [1u8].par_iter().for_each(|_| record());
-            (0..10u8).into_par_iter().with_min_len(10).for_each(|_| record());
+            (0..10u8)
+                .into_par_iter()
+                .with_min_len(10)
+                .for_each(|_| record());
             assert_eq!(ran_on.into_inner().unwrap(), vec![None; 11]);
         });
     }
