@@ -328,21 +328,7 @@ pub trait ParallelIterator: Sized + Send {
     where
         OP: Fn(Self::Item, Self::Item) -> Self::Item + Sync + Send,
     {
-        self.fold(
-            || None,
-            |acc: Option<Self::Item>, item| match acc {
-                Some(acc) => Some(op(acc, item)),
-                None => Some(item),
-            },
-        )
-        .reduce(
-            || None,
-            |left, right| match (left, right) {
-                (Some(left), Some(right)) => Some(op(left, right)),
-                (left, None) => left,
-                (None, right) => right,
-            },
-        )
+        reduce::reduce_with(self, &op)
     }
 
     /// Sums the items, as [`Iterator::sum`] does.

@@ -330,3 +330,121 @@ where
         false
     }
 }
+
+pub(crate) fn reduce_with<I, OP>(iter: I, op: &OP) -> Option<I::Item>
+where
+    I: ParallelIterator,
+    OP: Fn(I::Item, I::Item) -> I::Item + Sync,
+{
+    iter.drive_unindexed(ReduceWithConsumer { op })
+}
+
+/// `reduce` without an identity: a piece's result is `None` until it sees its first item.
+struct ReduceWithConsumer<'f, OP> {
+    op: &'f OP,
+}
+
+impl<'f, OP> Clone for ReduceWithConsumer<'f, OP> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<'f, OP> Copy for ReduceWithConsumer<'f, OP> {}
+
+impl<'f, T, OP> Consumer<T> for ReduceWithConsumer<'f, OP>
+where
+    OP: Fn(T, T) -> T + Sync,
+    T: Send,
+{
+    type Folder = ReduceWithFolder<'f, OP, T>;
+    type Reducer = Self;
+    type Result = Option<T>;
+
+    fn split_at(self, _index: usize) -> (Self, Self, Self) {
+        (self, self, self)
+    }
+
+    fn into_folder(self) -> Self::Folder {
+        ReduceWithFolder {
+            op: self.op,
+            item: None,
+        }
+    }
+
+    fn full(&self) -> bool {
+        false
+    }
+}
+
+impl<'f, T, OP> UnindexedConsumer<T> for ReduceWithConsumer<'f, OP>
+where
+    OP: Fn(T, T) -> T + Sync,
+    T: Send,
+{
+    fn split_off_left(&self) -> Self {
+        *self
+    }
+
+    fn to_reducer(&self) -> Self {
+        *self
+    }
+}
+
+impl<'f, T, OP> Reducer<Option<T>> for ReduceWithConsumer<'f, OP>
+where
+    OP: Fn(T, T) -> T + Sync,
+{
+    fn reduce(self, left: Option<T>, right: Option<T>) -> Option<T> {
+        match (left, right) {
+            (Some(left), Some(right)) => Some((self.op)(left, right)),
+            (left, None) => left,
+            (None, right) => right,
+        }
+    }
+}
+
+struct ReduceWithFolder<'f, OP, T> {
+    op: &'f OP,
+    item: Option<T>,
+}
+
+impl<'f, T, OP> Folder<T> for ReduceWithFolder<'f, OP, T>
+where
+    OP: Fn(T, T) -> T + Sync,
+{
+    type Result = Option<T>;
+
+    fn consume(self, item: T) -> Self {
+        let item = match self.item {
+            Some(acc) => (self.op)(acc, item),
+            None => item,
+        };
+        ReduceWithFolder {
+            op: self.op,
+            item: Some(item),
+        }
+    }
+
+    fn consume_iter<I>(self, iter: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+    {
+        // Settle the `Option` once, so the loop itself carries a plain `T` (as `Iterator::
+        // min_by_key` does): measurably faster for `min`/`max` over numbers.
+        let mut iter = iter.into_iter();
+        let first = self.item.or_else(|| iter.next());
+        ReduceWithFolder {
+            op: self.op,
+            item: first.map(|first| iter.fold(first, self.op)),
+        }
+    }
+
+    fn complete(self) -> Option<T> {
+        self.item
+    }
+
+    fn full(&self) -> bool {
+        false
+    }
+}
