@@ -140,14 +140,9 @@ struct CollectResult<'c, T> {
     marker: PhantomData<&'c mut T>,
 }
 
-// SAFETY: the result owns the `T`s it wrote (invariant 1) and nothing else, like a `Vec<T>`;
-// sending it sends them.
-unsafe impl<'c, T: Send> Send for CollectResult<'c, T> {}
-
-impl<'c, T> Folder<T> for CollectResult<'c, T> {
-    type Result = Self;
-
-    fn consume(mut self, item: T) -> Self {
+impl<'c, T> CollectResult<'c, T> {
+    #[inline]
+    fn push(&mut self, item: T) {
         assert!(
             self.initialized < self.len,
             "collect: the iterator gave more items than it promised"
@@ -156,6 +151,18 @@ impl<'c, T> Folder<T> for CollectResult<'c, T> {
         // and not yet written (invariant 1).
         unsafe { self.start.add(self.initialized).write(item) };
         self.initialized += 1;
+    }
+}
+
+// SAFETY: the result owns the `T`s it wrote (invariant 1) and nothing else, like a `Vec<T>`;
+// sending it sends them.
+unsafe impl<'c, T: Send> Send for CollectResult<'c, T> {}
+
+impl<'c, T> Folder<T> for CollectResult<'c, T> {
+    type Result = Self;
+
+    fn consume(mut self, item: T) -> Self {
+        self.push(item);
         self
     }
 
@@ -165,13 +172,7 @@ impl<'c, T> Folder<T> for CollectResult<'c, T> {
     {
         // `consume` by value would move the whole result through every iteration.
         for item in iter {
-            assert!(
-                self.initialized < self.len,
-                "collect: the iterator gave more items than it promised"
-            );
-            // SAFETY: as in `consume`.
-            unsafe { self.start.add(self.initialized).write(item) };
-            self.initialized += 1;
+            self.push(item);
         }
         self
     }

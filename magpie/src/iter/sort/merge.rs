@@ -302,6 +302,39 @@ impl<T> Drop for Fill<T> {
     }
 }
 
+/// One step of a merge from the front: moves the lesser of `left[lf]` and `right[rf]` (the
+/// left one on ties, for stability) to `dest[out]` and advances the indices.
+///
+/// # Safety
+///
+/// `lf` and `rf` index untaken elements of their runs and `out` a free slot of `dest`.
+#[inline(always)]
+unsafe fn merge_front<T, F>(
+    left: *const T,
+    right: *const T,
+    dest: *mut T,
+    (lf, rf, out): (&mut usize, &mut usize, &mut usize),
+    is_less: &F,
+) where
+    F: Fn(&T, &T) -> bool,
+{
+    // SAFETY: the caller's contract: both reads are of untaken elements, the write goes to a
+    // free slot.
+    let take_right = unsafe {
+        let take_right = is_less(&*right.add(*rf), &*left.add(*lf));
+        let src = if take_right {
+            right.add(*rf)
+        } else {
+            left.add(*lf)
+        };
+        ptr::copy_nonoverlapping(src, dest.add(*out), 1);
+        take_right
+    };
+    *out += 1;
+    *rf += take_right as usize;
+    *lf += !take_right as usize;
+}
+
 /// The sequential merge, branchless, from both ends at once: the front takes the smaller
 /// head, the back the larger tail, two independent chains of loads and comparisons. For
 /// `min(nl, nr)` steps neither end can run out of its runs, whatever the comparator answers;
@@ -335,16 +368,7 @@ unsafe fn seq_merge<T, F>(
         // all four elements read are inside their runs. The front writes `dest[k]`, the back
         // `dest[n - 1 - k]`, distinct since `2k + 1 < n`.
         unsafe {
-            let take_right = is_less(&*right.add(rf), &*left.add(lf));
-            let src = if take_right {
-                right.add(rf)
-            } else {
-                left.add(lf)
-            };
-            ptr::copy_nonoverlapping(src, dest.add(out), 1);
-            out += 1;
-            rf += take_right as usize;
-            lf += !take_right as usize;
+            merge_front(left, right, dest, (&mut lf, &mut rf, &mut out), is_less);
 
             let take_left = is_less(&*right.add(rb - 1), &*left.add(lb - 1));
             let src = if take_left {
@@ -371,16 +395,7 @@ unsafe fn seq_merge<T, F>(
         // SAFETY: the indices are inside the untaken middle of the runs, and `out` inside
         // the free middle of `dest`, which is exactly as long as those.
         unsafe {
-            let take_right = is_less(&*right.add(rf), &*left.add(lf));
-            let src = if take_right {
-                right.add(rf)
-            } else {
-                left.add(lf)
-            };
-            ptr::copy_nonoverlapping(src, dest.add(out), 1);
-            out += 1;
-            rf += take_right as usize;
-            lf += !take_right as usize;
+            merge_front(left, right, dest, (&mut lf, &mut rf, &mut out), is_less);
         }
     }
     // SAFETY: as above; at most one run has elements left, and they fill the free slots.
