@@ -21,6 +21,7 @@ use crate::time::driver::{Driver, Rearm};
 use crate::util::CachePadded;
 
 use super::blocking::BlockingPool;
+use super::idle_wait::IdleWait;
 use super::worker::WorkerThread;
 
 /// A task of this runtime, as its queues hold it.
@@ -58,6 +59,10 @@ pub(crate) struct Registry {
     pub(crate) blocking: BlockingPool,
     /// Each worker's counters; the worker holds a second handle to its own.
     pub(crate) counters: Box<[Arc<CachePadded<WorkerCounters>>]>,
+    /// Threads in `Runtime::wait_idle`.
+    pub(crate) idle_wait: IdleWait,
+    /// Seeds the two random choices of `spawn_balanced` on threads outside the pool.
+    balance_seed: AtomicUsize,
     /// Set once, by `Runtime::drop`; workers exit when they see it and find no work.
     terminating: AtomicBool,
     /// Workers that have not exited yet; the last one out empties the task inject queue.
@@ -101,6 +106,8 @@ impl Registry {
             counters: (0..n)
                 .map(|_| Arc::new(CachePadded::new(WorkerCounters::default())))
                 .collect(),
+            idle_wait: IdleWait::default(),
+            balance_seed: AtomicUsize::new(0),
             terminating: AtomicBool::new(false),
             workers_alive: AtomicUsize::new(n),
             id,
@@ -203,6 +210,42 @@ impl Registry {
     }
 
     /// Spawns `future` onto worker `worker`'s mailbox (`submit_to`).
+    /// Queues a new task on the less loaded of two workers picked at random (the "power of
+    /// two choices": nearly as even as asking every worker, at the cost of two). A worker's
+    /// load is the length of its ring plus its mailbox plus its LIFO slot, each read without
+    /// a lock.
+    pub(crate) fn spawn_balanced<F>(self: &Arc<Registry>, future: F) -> JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let n = self.num_workers();
+        let worker = if n == 1 {
+            0
+        } else {
+            // A Weyl sequence is random enough to pick two workers and needs no state per
+            // thread; the odd multiplier visits every residue.
+            let x = self
+                .balance_seed
+                .fetch_add(1, Relaxed)
+                .wrapping_mul(0x9e37_79b9);
+            let a = (x >> 8) % n;
+            let b = (a + 1 + (x >> 20) % (n - 1)) % n;
+            if self.task_load(b) < self.task_load(a) {
+                b
+            } else {
+                a
+            }
+        };
+        self.spawn_to(worker, future)
+    }
+
+    /// The tasks waiting at `worker`: a gauge, read without locks.
+    pub(crate) fn task_load(&self, worker: usize) -> usize {
+        let slots = &self.task_slots[worker];
+        slots.ring.len() + slots.mailbox.len() + usize::from(!slots.lifo.load(Relaxed).is_null())
+    }
+
     pub(crate) fn spawn_to<F>(
         self: &Arc<Registry>,
         worker: usize,
@@ -320,6 +363,9 @@ impl Schedule for Arc<Registry> {
 
     fn release(&self, task: RawTask) -> bool {
         // SAFETY: the completer holds a reference to `task`.
-        unsafe { self.owned.remove(task) }
+        let removed = unsafe { self.owned.remove(task) };
+        self.idle_wait
+            .task_finished(|| self.owned.is_empty_seqcst());
+        removed
     }
 }

@@ -53,8 +53,8 @@ impl WorkerCounters {
         counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
     }
 
-    /// A snapshot; `local_queue_depth` is read from the worker's ring by the caller.
-    pub(crate) fn snapshot(&self, local_queue_depth: usize) -> WorkerStats {
+    /// A snapshot; the queue depths are read from the worker's queues by the caller.
+    pub(crate) fn snapshot(&self, local_queue_depth: usize, mailbox_depth: usize) -> WorkerStats {
         WorkerStats {
             jobs_executed: self.jobs_executed.load(Relaxed),
             jobs_stolen: self.jobs_stolen.load(Relaxed),
@@ -72,6 +72,7 @@ impl WorkerCounters {
             global_queue_interval: self.interval.load(Relaxed),
             mean_task_time_ns: self.mean_task_ns.load(Relaxed),
             local_queue_depth: local_queue_depth as u64,
+            mailbox_depth: mailbox_depth as u64,
         }
     }
 }
@@ -129,6 +130,9 @@ pub struct WorkerStats {
     pub mean_task_time_ns: u64,
     /// Tasks queued in this worker's ring right now.
     pub local_queue_depth: u64,
+    /// Tasks waiting in this worker's mailbox right now (from `submit_to` and
+    /// `submit_balanced`).
+    pub mailbox_depth: u64,
 }
 
 /// A snapshot of a runtime's statistics.

@@ -127,7 +127,8 @@ impl OwnedTasks {
         // SAFETY: invariant 1 (the lock); the caller's reference keeps the task alive.
         let unlinked = unsafe { Self::unlink(&mut shard, task.as_ptr()) };
         if unlinked {
-            self.len.fetch_sub(1, Relaxed);
+            // SeqCst: pairs with `IdleWait::wait`'s increment (runtime/idle_wait.rs).
+            self.len.fetch_sub(1, SeqCst);
         }
         unlinked
     }
@@ -180,5 +181,11 @@ impl OwnedTasks {
     /// How many tasks are linked (a gauge).
     pub(crate) fn len(&self) -> usize {
         self.len.load(Relaxed)
+    }
+
+    /// True when no task is linked, read in the SeqCst order that `IdleWait` relies on
+    /// (runtime/idle_wait.rs).
+    pub(crate) fn is_empty_seqcst(&self) -> bool {
+        self.len.load(SeqCst) == 0
     }
 }

@@ -1,0 +1,137 @@
+//! The task pool's submission API: `submit_balanced` and `Runtime::wait_idle`.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{mpsc, Arc, Barrier};
+
+use magpie::Runtime;
+
+/// Occupies every worker of `rt` with a task that holds it until the returned sender is
+/// dropped; returns once all of them run.
+fn occupy_all_workers(rt: &Runtime) -> (mpsc::Sender<()>, Vec<magpie::JoinHandle<()>>) {
+    let n = rt.num_workers();
+    let started = Arc::new(Barrier::new(n + 1));
+    let (release, held) = mpsc::channel::<()>();
+    let held = Arc::new(std::sync::Mutex::new(held));
+    let handles = (0..n)
+        .map(|worker| {
+            let started = started.clone();
+            let held = held.clone();
+            rt.submit_to(worker, move || {
+                started.wait();
+                // Returns when the sender is dropped.
+                let _ = held.lock().unwrap().recv();
+            })
+            .unwrap()
+        })
+        .collect();
+    started.wait();
+    (release, handles)
+}
+
+#[test]
+fn submit_balanced_keeps_two_workers_within_one_task() {
+    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    let (release, blockers) = occupy_all_workers(&rt);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let handles: Vec<_> = (0..201)
+        .map(|_| {
+            let ran = ran.clone();
+            rt.submit_balanced(move || {
+                ran.fetch_add(1, SeqCst);
+            })
+        })
+        .collect();
+    // Both workers are busy, so every task still waits in a mailbox: with two workers the
+    // two choices are both workers, and each task goes to the shorter mailbox.
+    let depths: Vec<u64> = rt.stats().workers.iter().map(|w| w.mailbox_depth).collect();
+    assert_eq!(depths.iter().sum::<u64>(), 201, "{depths:?}");
+    assert!(depths[0].abs_diff(depths[1]) <= 1, "{depths:?}");
+    drop(release);
+    for h in blockers.into_iter().chain(handles) {
+        h.join().unwrap();
+    }
+    assert_eq!(ran.load(SeqCst), 201);
+}
+
+#[test]
+fn submit_balanced_spreads_over_many_workers() {
+    let rt = Runtime::builder().worker_threads(8).build().unwrap();
+    let (release, blockers) = occupy_all_workers(&rt);
+    let handles: Vec<_> = (0..800).map(|i| rt.submit_balanced(move || i)).collect();
+    let depths: Vec<u64> = rt.stats().workers.iter().map(|w| w.mailbox_depth).collect();
+    assert_eq!(depths.iter().sum::<u64>(), 800, "{depths:?}");
+    // The power of two choices keeps the maximum within a few tasks of the mean (100); all
+    // tasks on one worker, or a round-robin gone wrong, would be far off.
+    let (min, max) = (depths.iter().min().unwrap(), depths.iter().max().unwrap());
+    assert!(max - min <= 20, "{depths:?}");
+    drop(release);
+    let results: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(results, (0..800).collect::<Vec<u64>>());
+    for h in blockers {
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn wait_idle_waits_for_every_task_including_those_spawned_while_waiting() {
+    for workers in [1, 2, 4] {
+        let rt = Runtime::builder().worker_threads(workers).build().unwrap();
+        let done = Arc::new(AtomicUsize::new(0));
+        for i in 0..500 {
+            let done = done.clone();
+            let task = move || {
+                // Each task spawns a second one before it finishes, so the runtime is never
+                // idle between the two.
+                let done2 = done.clone();
+                drop(magpie::submit(move || {
+                    done2.fetch_add(1, SeqCst);
+                }));
+                done.fetch_add(1, SeqCst);
+            };
+            drop(match i % 3 {
+                0 => rt.submit(task),
+                1 => rt.submit_balanced(task),
+                _ => rt.submit_to(i % workers, task).unwrap(),
+            });
+        }
+        rt.wait_idle();
+        assert_eq!(done.load(SeqCst), 1000, "{workers} workers");
+        assert_eq!(rt.stats().tasks_alive, 0);
+    }
+}
+
+#[test]
+fn wait_idle_waits_for_async_tasks() {
+    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    let (tx, rx) = futures::channel::oneshot::channel::<u32>();
+    let got = Arc::new(AtomicUsize::new(0));
+    let got2 = got.clone();
+    drop(rt.spawn(async move {
+        got2.store(rx.await.unwrap() as usize, SeqCst);
+    }));
+    let sender = std::thread::spawn(move || tx.send(42).unwrap());
+    rt.wait_idle();
+    assert_eq!(got.load(SeqCst), 42);
+    sender.join().unwrap();
+}
+
+#[test]
+fn wait_idle_returns_at_once_when_idle() {
+    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    rt.wait_idle();
+    assert_eq!(rt.stats().tasks_alive, 0);
+}
+
+#[test]
+fn wait_idle_on_a_worker_panics() {
+    let rt = Runtime::builder().worker_threads(1).build().unwrap();
+    let result = rt.install(|| panic::catch_unwind(AssertUnwindSafe(|| rt.wait_idle())));
+    let payload = result.unwrap_err();
+    let message = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert!(message.contains("wait for itself"), "{message}");
+}
