@@ -135,3 +135,78 @@ fn wait_idle_on_a_worker_panics() {
         .unwrap_or_default();
     assert!(message.contains("wait for itself"), "{message}");
 }
+
+#[test]
+fn tasks_all_submitted_to_worker_0_are_stolen_by_worker_1() {
+    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    let holder_index = Arc::new(AtomicUsize::new(usize::MAX));
+    let ran_elsewhere = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let started = Arc::new(Barrier::new(2));
+    let (index, flag, started2) = (holder_index.clone(), ran_elsewhere.clone(), started.clone());
+    // Holds worker 0 until a task has run on worker 1.
+    let holder = rt
+        .submit_to(0, move || {
+            index.store(magpie::current_worker_index().unwrap(), SeqCst);
+            started2.wait();
+            while !flag.load(SeqCst) {
+                std::thread::yield_now();
+            }
+        })
+        .unwrap();
+    started.wait();
+    // If worker 1 stole the holder, queue the rest on worker 1 instead: either way, they go
+    // to the worker the holder blocks, and only a steal lets any of them run.
+    let busy = holder_index.load(SeqCst);
+    let others: Vec<_> = (0..100)
+        .map(|_| {
+            let flag = ran_elsewhere.clone();
+            rt.submit_to(busy, move || {
+                if magpie::current_worker_index() != Some(busy) {
+                    flag.store(true, SeqCst);
+                }
+            })
+            .unwrap()
+        })
+        .collect();
+    holder.join().unwrap();
+    for h in others {
+        h.join().unwrap();
+    }
+    rt.wait_idle();
+    let stats = rt.stats();
+    assert_eq!(stats.tasks_executed(), 101);
+    assert!(stats.workers[1 - busy].tasks_stolen > 0, "{stats:?}");
+    assert!(stats.steal_rate() > 0.0);
+    let per_worker: u64 = stats.workers.iter().map(|w| w.tasks_executed).sum();
+    assert_eq!(per_worker, stats.tasks_executed());
+}
+
+#[test]
+fn parked_time_counts_as_idle_time() {
+    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    // Wait (without sleeping) until both workers have parked at least once and been
+    // credited with idle time: a worker parks only when it finds nothing to do.
+    loop {
+        let stats = rt.stats();
+        if stats
+            .workers
+            .iter()
+            .all(|w| w.parks > 0 && w.idle_time_ns > 0)
+        {
+            for w in &stats.workers {
+                assert!((0.0..=1.0).contains(&w.utilization()));
+                assert!(w.utilization() < 1.0);
+            }
+            break;
+        }
+        std::thread::yield_now();
+    }
+    // Busy and idle time add up to the same lifetime for every worker in one snapshot.
+    let stats = rt.stats();
+    let lifetimes: Vec<u64> = stats
+        .workers
+        .iter()
+        .map(|w| w.busy_time_ns + w.idle_time_ns)
+        .collect();
+    assert!(lifetimes.windows(2).all(|p| p[0] == p[1]), "{lifetimes:?}");
+}

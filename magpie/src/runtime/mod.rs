@@ -227,12 +227,13 @@ impl Runtime {
     /// ```
     pub fn stats(&self) -> Stats {
         let registry = &*self.registry;
+        let uptime_ns = registry.uptime_ns();
         Stats {
             workers: registry
                 .counters
                 .iter()
                 .zip(registry.task_slots.iter())
-                .map(|(c, slots)| c.snapshot(slots.ring.len(), slots.mailbox.len()))
+                .map(|(c, slots)| c.snapshot(slots.ring.len(), slots.mailbox.len(), uptime_ns))
                 .collect(),
             tasks_alive: registry.owned.len() as u64,
             inject_queue_depth: registry.task_inject.len() as u64,

@@ -10,7 +10,7 @@ use crate::queue::chase_lev::Stealer;
 use crate::queue::inject::Inject;
 use crate::queue::local;
 use crate::sleep::Sleep;
-use crate::stats::WorkerCounters;
+use crate::stats::{bump, WorkerCounters};
 use crate::sync::atomic::*;
 use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicUsize};
 use crate::task::notified::{new_task, Notified, Schedule};
@@ -59,6 +59,8 @@ pub(crate) struct Registry {
     pub(crate) blocking: BlockingPool,
     /// Each worker's counters; the worker holds a second handle to its own.
     pub(crate) counters: Box<[Arc<CachePadded<WorkerCounters>>]>,
+    /// When the runtime was built: the zero of the workers' busy and idle times.
+    pub(crate) started: std::time::Instant,
     /// Threads in `Runtime::wait_idle`.
     pub(crate) idle_wait: IdleWait,
     /// Seeds the two random choices of `spawn_balanced` on threads outside the pool.
@@ -106,12 +108,18 @@ impl Registry {
             counters: (0..n)
                 .map(|_| Arc::new(CachePadded::new(WorkerCounters::default())))
                 .collect(),
+            started: std::time::Instant::now(),
             idle_wait: IdleWait::default(),
             balance_seed: AtomicUsize::new(0),
             terminating: AtomicBool::new(false),
             workers_alive: AtomicUsize::new(n),
             id,
         }
+    }
+
+    /// Nanoseconds since the runtime was built.
+    pub(crate) fn uptime_ns(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     pub(crate) fn num_workers(&self) -> usize {
@@ -362,6 +370,14 @@ impl Schedule for Arc<Registry> {
     }
 
     fn release(&self, task: RawTask) -> bool {
+        // Counted before the task leaves the live list, so that whoever sees the list empty
+        // (`wait_idle`, through the SeqCst decrement in `remove`) sees the count too.
+        // SAFETY: a non-null current worker is live during this call.
+        if let Some(worker) = unsafe { WorkerThread::current().as_ref() } {
+            if std::ptr::eq(worker.registry(), &**self) {
+                bump(&self.counters[worker.index()].tasks_completed);
+            }
+        }
         // SAFETY: the completer holds a reference to `task`.
         let removed = unsafe { self.owned.remove(task) };
         self.idle_wait

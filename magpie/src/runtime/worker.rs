@@ -344,12 +344,10 @@ impl WorkerThread {
         state.batch_tasks.set(state.batch_tasks.get() + 1);
         state.in_task.set(true);
         // The harness catches every panic of user code.
-        let completed = coop::with_budget(|| task.run());
+        // A completed task was counted by `Registry::release`, before it left the live list.
+        let _completed = coop::with_budget(|| task.run());
         state.in_task.set(false);
         bump(&self.counters.tasks_polled);
-        if completed {
-            bump(&self.counters.tasks_completed);
-        }
     }
 
     /// Every `interval` tasks: update the mean task time and the interval, and fire the
@@ -645,7 +643,13 @@ impl<'w> IdleLoop<'w> {
             PARK_SAFETY_NET
         };
         bump(&counters.parks);
+        // Parks are rare next to tasks and jobs: two clock reads each are affordable.
+        let parked_at = registry.uptime_ns();
+        set(&counters.parked_since, parked_at + 1);
         let wake = registry.sleep.park(worker.index, Some(timeout));
+        let parked_for = registry.uptime_ns().saturating_sub(parked_at);
+        set(&counters.parked_since, 0);
+        counters.add(&counters.parked_ns, parked_for);
         bump(&counters.unparks);
         if driving {
             registry.timers.fire_due();

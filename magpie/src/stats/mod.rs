@@ -29,6 +29,11 @@ pub(crate) struct WorkerCounters {
     /// Gauges, overwritten by the worker.
     pub(crate) interval: AtomicU64,
     pub(crate) mean_task_ns: AtomicU64,
+    /// Nanoseconds spent parked, over completed parks.
+    pub(crate) parked_ns: AtomicU64,
+    /// While parked: when the park began, in nanoseconds since the runtime started, plus 1;
+    /// 0 while awake.
+    pub(crate) parked_since: AtomicU64,
 }
 
 /// Adds one to a counter that only the calling worker writes.
@@ -53,8 +58,20 @@ impl WorkerCounters {
         counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
     }
 
-    /// A snapshot; the queue depths are read from the worker's queues by the caller.
-    pub(crate) fn snapshot(&self, local_queue_depth: usize, mailbox_depth: usize) -> WorkerStats {
+    /// A snapshot; the queue depths are read from the worker's queues by the caller, and
+    /// `uptime_ns` is the time since the runtime started.
+    pub(crate) fn snapshot(
+        &self,
+        local_queue_depth: usize,
+        mailbox_depth: usize,
+        uptime_ns: u64,
+    ) -> WorkerStats {
+        let parked_since = self.parked_since.load(Relaxed);
+        let parked_now = match parked_since {
+            0 => 0,
+            since => uptime_ns.saturating_sub(since - 1),
+        };
+        let idle_time_ns = (self.parked_ns.load(Relaxed) + parked_now).min(uptime_ns);
         WorkerStats {
             jobs_executed: self.jobs_executed.load(Relaxed),
             jobs_stolen: self.jobs_stolen.load(Relaxed),
@@ -73,6 +90,8 @@ impl WorkerCounters {
             mean_task_time_ns: self.mean_task_ns.load(Relaxed),
             local_queue_depth: local_queue_depth as u64,
             mailbox_depth: mailbox_depth as u64,
+            busy_time_ns: uptime_ns - idle_time_ns,
+            idle_time_ns,
         }
     }
 }
@@ -133,6 +152,32 @@ pub struct WorkerStats {
     /// Tasks waiting in this worker's mailbox right now (from `submit_to` and
     /// `submit_balanced`).
     pub mailbox_depth: u64,
+    /// Nanoseconds since the runtime started that this worker was not parked: running work
+    /// or looking for it.
+    pub busy_time_ns: u64,
+    /// Nanoseconds since the runtime started that this worker spent parked.
+    pub idle_time_ns: u64,
+}
+
+impl WorkerStats {
+    /// The share of this worker's lifetime it was not parked, from 0.0 to 1.0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// for w in rt.stats().workers {
+    ///     assert!((0.0..=1.0).contains(&w.utilization()));
+    /// }
+    /// ```
+    pub fn utilization(&self) -> f64 {
+        let total = self.busy_time_ns + self.idle_time_ns;
+        if total == 0 {
+            0.0
+        } else {
+            self.busy_time_ns as f64 / total as f64
+        }
+    }
 }
 
 /// A snapshot of a runtime's statistics.
@@ -192,5 +237,36 @@ impl Stats {
     /// Tasks stolen by all workers.
     pub fn tasks_stolen(&self) -> u64 {
         self.workers.iter().map(|w| w.tasks_stolen).sum()
+    }
+
+    /// The share of finished work (jobs and tasks) that ran on another worker than the one
+    /// it was queued on: stolen jobs and tasks over executed ones, 0.0 before any ran.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// rt.install(|| magpie::join(|| 1, || 2));
+    /// assert!((0.0..=1.0).contains(&rt.stats().steal_rate()));
+    /// ```
+    pub fn steal_rate(&self) -> f64 {
+        let executed = self.jobs_executed() + self.tasks_executed();
+        if executed == 0 {
+            0.0
+        } else {
+            ((self.jobs_stolen() + self.tasks_stolen()) as f64 / executed as f64).min(1.0)
+        }
+    }
+
+    /// The mean utilization over all workers (see [`WorkerStats::utilization`]).
+    pub fn utilization(&self) -> f64 {
+        if self.workers.is_empty() {
+            return 0.0;
+        }
+        self.workers
+            .iter()
+            .map(WorkerStats::utilization)
+            .sum::<f64>()
+            / self.workers.len() as f64
     }
 }
