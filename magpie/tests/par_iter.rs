@@ -1364,76 +1364,65 @@ fn find_last_returns_the_last_match_even_when_earlier_pieces_finish_first() {
 fn find_first_and_last_deep_inside_one_flat_map_piece() {
     const OUTER: usize = 200;
     const AT: usize = 150;
+
+    /// Runs `find` over the `(outer, inner)` pairs on `workers` workers: in the inner
+    /// iterator at `AT`, index `wait` waits for a match in the other half, `answer` is the
+    /// expected result and the remaining indices match at once. Returns what `find` found
+    /// and whether the wait saw the other half match (rather than timing out).
+    fn run(
+        workers: usize,
+        wait: usize,
+        answer: usize,
+        find: impl Fn(&(dyn Fn(&(usize, usize)) -> bool + Sync)) -> Option<(usize, usize)> + Sync,
+    ) -> (Option<(usize, usize)>, bool) {
+        let other_half = AtomicBool::new(false);
+        let timed_out = AtomicBool::new(false);
+        let predicate = |&(o, i): &(usize, usize)| {
+            if o != AT {
+                return false;
+            }
+            if i == wait {
+                if !wait_until_set(&other_half) {
+                    timed_out.store(true, SeqCst);
+                }
+                false
+            } else if i == answer {
+                true
+            } else {
+                other_half.store(true, SeqCst);
+                true
+            }
+        };
+        let found = pool(workers).install(|| find(&predicate));
+        (found, !timed_out.load(SeqCst))
+    }
+
+    let pairs = || {
+        (0..OUTER)
+            .into_par_iter()
+            .with_min_len(usize::MAX)
+            .flat_map(|o| (0..4usize).into_par_iter().map(move |i| (o, i)))
+    };
     let mut interleaved = 0;
     for workers in 2..=4 {
         for round in 0..4 {
             // find_first: (AT, 0) waits for a match in the other half, (AT, 1) is the answer.
-            let other_half = AtomicBool::new(false);
-            let timed_out = AtomicBool::new(false);
-            let found = pool(workers).install(|| {
-                (0..OUTER)
-                    .into_par_iter()
-                    .with_min_len(usize::MAX)
-                    .flat_map(|o| (0..4usize).into_par_iter().map(move |i| (o, i)))
-                    .find_first(|&(o, i)| {
-                        if o != AT {
-                            return false;
-                        }
-                        match i {
-                            0 => {
-                                if !wait_until_set(&other_half) {
-                                    timed_out.store(true, SeqCst);
-                                }
-                                false
-                            }
-                            1 => true,
-                            _ => {
-                                other_half.store(true, SeqCst);
-                                true
-                            }
-                        }
-                    })
-            });
+            let (found, met) = run(workers, 0, 1, |p| pairs().find_first(|x| p(x)));
             assert_eq!(
                 found,
                 Some((AT, 1)),
                 "find_first, {workers} workers, round {round}"
             );
-            interleaved += usize::from(!timed_out.load(SeqCst));
+            interleaved += usize::from(met);
 
             // find_last: (AT, 2) waits for a match in the first half, (AT, 3) is the answer.
-            let other_half = AtomicBool::new(false);
-            let timed_out = AtomicBool::new(false);
-            let found = pool(workers).install(|| {
-                (0..OUTER)
-                    .into_par_iter()
-                    .with_min_len(usize::MAX)
-                    .flat_map(|o| (0..4usize).into_par_iter().map(move |i| (o, i)))
-                    .find_last(|&(o, i)| {
-                        if o != AT {
-                            return false;
-                        }
-                        match i {
-                            2 => {
-                                if !wait_until_set(&other_half) {
-                                    timed_out.store(true, SeqCst);
-                                }
-                                false
-                            }
-                            3 => true,
-                            _ => {
-                                other_half.store(true, SeqCst);
-                                true
-                            }
-                        }
-                    })
-            });
+            let (found, met) = run(workers, 2, 3, |p| pairs().find_last(|x| p(x)));
             assert_eq!(
                 found,
                 Some((AT, 3)),
                 "find_last, {workers} workers, round {round}"
             );
-            interleaved += usize::from(!timed_out.load(SeqCst));
+            interleaved += usize::from(met);
         }
     }
     assert!(interleaved > 0, "the halves never ran at the same time");

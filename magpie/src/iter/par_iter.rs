@@ -309,7 +309,8 @@ pub trait ParallelIterator: Sized + Send {
         ID: Fn() -> Self::Item + Sync + Send,
         OP: Fn(Self::Item, Self::Item) -> Self::Item + Sync + Send,
     {
-        reduce::reduce(self, &identity, &op)
+        // `identity` is neutral for `op`, so only an empty iterator needs it.
+        reduce::reduce_with(self, &op).unwrap_or_else(identity)
     }
 
     /// Combines all items with the associative `op`, or gives `None` if there are none.

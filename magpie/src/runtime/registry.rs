@@ -249,7 +249,7 @@ impl Registry {
     }
 
     /// The tasks waiting at `worker`: a gauge, read without locks.
-    pub(crate) fn task_load(&self, worker: usize) -> usize {
+    fn task_load(&self, worker: usize) -> usize {
         let slots = &self.task_slots[worker];
         slots.ring.len() + slots.mailbox.len() + usize::from(!slots.lifo.load(Relaxed).is_null())
     }

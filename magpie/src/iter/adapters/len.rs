@@ -1,6 +1,8 @@
 //! `with_min_len` and `with_max_len`: bounds on the pieces the bridge cuts.
 
-use crate::iter::plumbing::{bridge, Consumer, Producer, ProducerCallback, UnindexedConsumer};
+use crate::iter::plumbing::{
+    bridge, Consumer, Folder, Producer, ProducerCallback, UnindexedConsumer,
+};
 use crate::iter::{IndexedParallelIterator, ParallelIterator};
 
 /// The iterator returned by [`IndexedParallelIterator::with_min_len`].
@@ -157,7 +159,7 @@ where
 
     fn fold_with<F>(self, folder: F) -> F
     where
-        F: super::super::plumbing::Folder<P::Item>,
+        F: Folder<P::Item>,
     {
         self.base.fold_with(folder)
     }

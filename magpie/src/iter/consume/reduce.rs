@@ -1,5 +1,6 @@
-//! The consumers that combine every item into one value: `for_each`, `reduce`, `sum` and
-//! `product`. None of them can exit early, so none is ever full.
+//! The consumers that combine every item into one value: `for_each`, `reduce_with` (and
+//! through it `reduce`), `sum` and `product`. None of them can exit early, so none is ever
+//! full.
 
 use std::iter::{Product, Sum};
 use std::marker::PhantomData;
@@ -73,115 +74,6 @@ where
     }
 
     fn complete(self) {}
-
-    fn full(&self) -> bool {
-        false
-    }
-}
-
-pub(crate) fn reduce<I, ID, OP>(iter: I, identity: &ID, op: &OP) -> I::Item
-where
-    I: ParallelIterator,
-    ID: Fn() -> I::Item + Sync,
-    OP: Fn(I::Item, I::Item) -> I::Item + Sync,
-{
-    iter.drive_unindexed(ReduceConsumer { identity, op })
-}
-
-struct ReduceConsumer<'f, ID, OP> {
-    identity: &'f ID,
-    op: &'f OP,
-}
-
-impl<'f, ID, OP> Clone for ReduceConsumer<'f, ID, OP> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<'f, ID, OP> Copy for ReduceConsumer<'f, ID, OP> {}
-
-impl<'f, T, ID, OP> Consumer<T> for ReduceConsumer<'f, ID, OP>
-where
-    ID: Fn() -> T + Sync,
-    OP: Fn(T, T) -> T + Sync,
-    T: Send,
-{
-    type Folder = ReduceFolder<'f, OP, T>;
-    type Reducer = Self;
-    type Result = T;
-
-    fn split_at(self, _index: usize) -> (Self, Self, Self) {
-        (self, self, self)
-    }
-
-    fn into_folder(self) -> Self::Folder {
-        ReduceFolder {
-            op: self.op,
-            item: (self.identity)(),
-        }
-    }
-
-    fn full(&self) -> bool {
-        false
-    }
-}
-
-impl<'f, T, ID, OP> UnindexedConsumer<T> for ReduceConsumer<'f, ID, OP>
-where
-    ID: Fn() -> T + Sync,
-    OP: Fn(T, T) -> T + Sync,
-    T: Send,
-{
-    fn split_off_left(&self) -> Self {
-        *self
-    }
-
-    fn to_reducer(&self) -> Self {
-        *self
-    }
-}
-
-impl<'f, T, ID, OP> Reducer<T> for ReduceConsumer<'f, ID, OP>
-where
-    OP: Fn(T, T) -> T + Sync,
-{
-    fn reduce(self, left: T, right: T) -> T {
-        (self.op)(left, right)
-    }
-}
-
-struct ReduceFolder<'f, OP, T> {
-    op: &'f OP,
-    item: T,
-}
-
-impl<'f, T, OP> Folder<T> for ReduceFolder<'f, OP, T>
-where
-    OP: Fn(T, T) -> T + Sync,
-{
-    type Result = T;
-
-    fn consume(self, item: T) -> Self {
-        ReduceFolder {
-            op: self.op,
-            item: (self.op)(self.item, item),
-        }
-    }
-
-    fn consume_iter<I>(self, iter: I) -> Self
-    where
-        I: IntoIterator<Item = T>,
-    {
-        ReduceFolder {
-            op: self.op,
-            item: iter.into_iter().fold(self.item, self.op),
-        }
-    }
-
-    fn complete(self) -> T {
-        self.item
-    }
 
     fn full(&self) -> bool {
         false

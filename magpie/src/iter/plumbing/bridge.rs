@@ -117,19 +117,19 @@ where
 
 /// The split budget (rules 1 and 2 of the module docs).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Splitter {
+struct Splitter {
     splits: usize,
 }
 
 impl Splitter {
-    pub(crate) fn new() -> Splitter {
+    fn new() -> Splitter {
         Splitter {
             splits: crate::current_num_workers(),
         }
     }
 
     /// Whether to split once more; `stolen` says the piece at hand was stolen.
-    pub(crate) fn try_split(&mut self, stolen: bool) -> bool {
+    fn try_split(&mut self, stolen: bool) -> bool {
         if stolen {
             self.splits = (self.splits / 2).max(crate::current_num_workers());
             true
