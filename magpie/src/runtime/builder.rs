@@ -224,9 +224,8 @@ impl Builder {
 
     /// Whether tracing is on: as set, else `MAGPIE_TRACE=1`.
     pub(super) fn resolved_trace(&self) -> bool {
-        self.trace.unwrap_or_else(|| {
-            std::env::var("MAGPIE_TRACE").is_ok_and(|v| v.trim() == "1")
-        })
+        self.trace
+            .unwrap_or_else(|| std::env::var("MAGPIE_TRACE").is_ok_and(|v| v.trim() == "1"))
     }
 }
 

@@ -148,7 +148,13 @@ impl Runtime {
         };
         let events: Vec<_> = traces.iter().map(|ring| ring.events()).collect();
         let file = std::fs::File::create(path)?;
-        trace::write_chrome_json(&mut io::BufWriter::new(file), &events, self.registry.id)
+        let now = self.registry.uptime_ns();
+        trace::write_chrome_json(
+            &mut io::BufWriter::new(file),
+            &events,
+            self.registry.id,
+            now,
+        )
     }
 }
 

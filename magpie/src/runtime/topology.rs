@@ -189,7 +189,11 @@ fn allowed_cpus() -> Option<Vec<usize>> {
     }
     let max = 8 * std::mem::size_of_val(&set);
     // SAFETY: `cpu` is below the set's capacity in bits.
-    Some((0..max).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) }).collect())
+    Some(
+        (0..max)
+            .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+            .collect(),
+    )
 }
 
 #[cfg(target_os = "linux")]
@@ -228,7 +232,10 @@ mod tests {
 
     #[test]
     fn cpu_lists_parse_like_sysfs_writes_them() {
-        assert_eq!(parse_cpu_list("0-3,8-9,12\n"), Some(vec![0, 1, 2, 3, 8, 9, 12]));
+        assert_eq!(
+            parse_cpu_list("0-3,8-9,12\n"),
+            Some(vec![0, 1, 2, 3, 8, 9, 12])
+        );
         assert_eq!(parse_cpu_list("5"), Some(vec![5]));
         assert_eq!(parse_cpu_list("\n"), Some(vec![]));
         assert_eq!(parse_cpu_list("3-1"), None);

@@ -390,6 +390,9 @@ impl WorkerThread {
         let state = &self.tasks;
         state.countdown.set(state.countdown.get().saturating_sub(1));
         state.batch_tasks.set(state.batch_tasks.get() + 1);
+        // Counted before the poll, like `tasks_executed` (counted during it), so that after
+        // `wait_idle` every poll of a finished task is counted.
+        bump(&self.counters.tasks_polled);
         state.in_task.set(true);
         if self.timed_polls {
             self.run_task_timed(task);
@@ -400,7 +403,6 @@ impl WorkerThread {
             let _completed = coop::with_budget(|| task.run());
         }
         state.in_task.set(false);
-        bump(&self.counters.tasks_polled);
     }
 
     /// `run_task` with the poll timed, for the histogram and the trace.
@@ -645,7 +647,7 @@ impl WorkerThread {
                 handed.push(ptr);
             }
             if !handed.is_empty() {
-                if let Err(refused) = registry.task_inject.push_batch(handed.into_iter()) {
+                if let Err(refused) = registry.task_inject.push_batch(handed) {
                     for ptr in refused {
                         // SAFETY: each pointer carries its Notified's reference.
                         unsafe { Task::from_header(ptr) }.shutdown();

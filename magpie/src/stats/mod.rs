@@ -192,7 +192,8 @@ pub struct WorkerStats {
     pub parks: u64,
     /// Times this worker woke up again.
     pub unparks: u64,
-    /// Task polls on this worker (a task that waits and is woken is polled several times).
+    /// Task polls begun on this worker (a task that waits and is woken is polled several
+    /// times).
     pub tasks_polled: u64,
     /// Tasks (async tasks and submitted closures) that finished on this worker: completed,
     /// panicked, or dropped after being aborted.
@@ -238,7 +239,7 @@ pub struct WorkerStats {
     /// [`Runtime::set_active_workers`](crate::Runtime::set_active_workers) keeps it parked.
     pub active: bool,
     /// The worker's OS thread id (Linux `gettid`, as `top -H` and `perf` show it); 0 on other
-    /// systems.
+    /// systems, and until the thread has started.
     pub thread_id: u64,
     /// The current adaptive interval, in tasks, between checks of the inject queue
     /// (clamp(1 ms / mean task time, 8, 255)).

@@ -171,44 +171,29 @@ impl TraceBuffer {
 ///
 /// Polls and jobs become complete ("X") spans, parks become "parked" spans, steals and inject
 /// pulls instant ("i") events with their arguments. Times are microseconds since the runtime
-/// started.
+/// started. A span still open (a poll or a job running, a park going on) ends at `now_ns`,
+/// the time of the export.
 pub(crate) fn write_chrome_json(
     out: &mut impl Write,
     workers: &[(Vec<Event>, u64)],
     runtime_id: usize,
+    now_ns: u64,
 ) -> io::Result<()> {
-    let mut text = String::with_capacity(1 << 16);
-    text.push_str("{\"traceEvents\":[\n");
-    let mut first = true;
-    let mut emit = |text: &mut String, line: std::fmt::Arguments<'_>| {
-        if !first {
-            text.push_str(",\n");
-        }
-        first = false;
-        // Writing into a String cannot fail.
-        let _ = text.write_fmt(line);
-    };
-    emit(
-        &mut text,
-        format_args!(
-            "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{{\"name\":\"magpie runtime {runtime_id}\"}}}}"
-        ),
-    );
+    let mut json = JsonEvents::default();
+    json.push(format_args!(
+        r#"{{"name":"process_name","ph":"M","pid":1,"args":{{"name":"magpie runtime {runtime_id}"}}}}"#
+    ));
     let mut lost_total = 0;
     for (worker, (events, lost)) in workers.iter().enumerate() {
         lost_total += lost;
-        emit(
-            &mut text,
-            format_args!(
-                "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":{worker},\"args\":{{\"name\":\"worker {worker}\"}}}}"
-            ),
-        );
+        json.push(format_args!(
+            r#"{{"name":"thread_name","ph":"M","pid":1,"tid":{worker},"args":{{"name":"worker {worker}"}}}}"#
+        ));
         // Open spans: (kind of the start event, start time, argument). Spans nest (a job
-        // inside a job, a job inside a poll); an end without its start (the start was
-        // overwritten) is skipped.
+        // inside a job, a job inside a poll); an end whose start was overwritten is skipped.
         let mut open: Vec<(Kind, u64, u64)> = Vec::new();
         for event in events {
-            let ts = event.time_ns as f64 / 1000.0;
+            let ts = micros(event.time_ns);
             match event.kind {
                 Kind::PollStart | Kind::JobStart | Kind::Park => {
                     open.push((event.kind, event.time_ns, event.arg));
@@ -219,31 +204,9 @@ pub(crate) fn write_chrome_json(
                         Kind::JobEnd => Kind::JobStart,
                         _ => Kind::Park,
                     };
-                    let Some(at) = open.iter().rposition(|&(k, _, _)| k == start_kind) else {
-                        continue;
-                    };
-                    let (_, start, arg) = open.remove(at);
-                    let begin = start as f64 / 1000.0;
-                    let dur = event.time_ns.saturating_sub(start) as f64 / 1000.0;
-                    match start_kind {
-                        Kind::PollStart => emit(
-                            &mut text,
-                            format_args!(
-                                "{{\"name\":\"poll\",\"cat\":\"task\",\"ph\":\"X\",\"pid\":1,\"tid\":{worker},\"ts\":{begin:.3},\"dur\":{dur:.3},\"args\":{{\"task\":{arg}}}}}"
-                            ),
-                        ),
-                        Kind::JobStart => emit(
-                            &mut text,
-                            format_args!(
-                                "{{\"name\":\"job\",\"cat\":\"job\",\"ph\":\"X\",\"pid\":1,\"tid\":{worker},\"ts\":{begin:.3},\"dur\":{dur:.3}}}"
-                            ),
-                        ),
-                        _ => emit(
-                            &mut text,
-                            format_args!(
-                                "{{\"name\":\"parked\",\"cat\":\"park\",\"ph\":\"X\",\"pid\":1,\"tid\":{worker},\"ts\":{begin:.3},\"dur\":{dur:.3}}}"
-                            ),
-                        ),
+                    if let Some(at) = open.iter().rposition(|&(k, _, _)| k == start_kind) {
+                        let (kind, start, arg) = open.remove(at);
+                        json.span(worker, kind, start, event.time_ns, arg);
                     }
                 }
                 Kind::StealJobs | Kind::StealTasks => {
@@ -254,33 +217,83 @@ pub(crate) fn write_chrome_json(
                     } else {
                         "tasks"
                     };
-                    emit(
-                        &mut text,
-                        format_args!(
-                            "{{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":{worker},\"ts\":{ts:.3},\"args\":{{\"victim\":{victim},\"count\":{count},\"kind\":\"{kind}\"}}}}"
-                        ),
-                    );
+                    json.push(format_args!(
+                        r#"{{"name":"steal","cat":"steal","ph":"i","s":"t","pid":1,"tid":{worker},"ts":{ts:.3},"args":{{"victim":{victim},"count":{count},"kind":"{kind}"}}}}"#
+                    ));
                 }
-                Kind::InjectPull => emit(
-                    &mut text,
-                    format_args!(
-                        "{{\"name\":\"inject_pull\",\"cat\":\"inject\",\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":{worker},\"ts\":{ts:.3},\"args\":{{\"count\":{}}}}}",
-                        event.arg
-                    ),
-                ),
+                Kind::InjectPull => json.push(format_args!(
+                    r#"{{"name":"inject_pull","cat":"inject","ph":"i","s":"t","pid":1,"tid":{worker},"ts":{ts:.3},"args":{{"count":{}}}}}"#,
+                    event.arg
+                )),
             }
-            if text.len() > 1 << 20 {
-                out.write_all(text.as_bytes())?;
-                text.clear();
-            }
+            json.flush_if_large(out)?;
+        }
+        while let Some((kind, start, arg)) = open.pop() {
+            json.span(worker, kind, start, now_ns.max(start), arg);
         }
     }
     let _ = write!(
-        text,
+        json.text,
         "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"runtime\":{runtime_id},\"events_lost\":{lost_total}}}}}\n"
     );
-    out.write_all(text.as_bytes())?;
+    out.write_all(json.text.as_bytes())?;
     out.flush()
+}
+
+fn micros(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// The `traceEvents` array being written.
+#[derive(Debug)]
+struct JsonEvents {
+    text: String,
+    first: bool,
+}
+
+impl Default for JsonEvents {
+    fn default() -> JsonEvents {
+        JsonEvents {
+            text: String::from("{\"traceEvents\":[\n"),
+            first: true,
+        }
+    }
+}
+
+impl JsonEvents {
+    fn push(&mut self, event: std::fmt::Arguments<'_>) {
+        if !self.first {
+            self.text.push_str(",\n");
+        }
+        self.first = false;
+        // Writing into a String cannot fail.
+        let _ = self.text.write_fmt(event);
+    }
+
+    /// A complete span of the kind that `start_kind` begins.
+    fn span(&mut self, worker: usize, start_kind: Kind, start: u64, end: u64, arg: u64) {
+        let (ts, dur) = (micros(start), micros(end.saturating_sub(start)));
+        match start_kind {
+            Kind::PollStart => self.push(format_args!(
+                r#"{{"name":"poll","cat":"task","ph":"X","pid":1,"tid":{worker},"ts":{ts:.3},"dur":{dur:.3},"args":{{"task":{arg}}}}}"#
+            )),
+            Kind::JobStart => self.push(format_args!(
+                r#"{{"name":"job","cat":"job","ph":"X","pid":1,"tid":{worker},"ts":{ts:.3},"dur":{dur:.3}}}"#
+            )),
+            _ => self.push(format_args!(
+                r#"{{"name":"parked","cat":"park","ph":"X","pid":1,"tid":{worker},"ts":{ts:.3},"dur":{dur:.3}}}"#
+            )),
+        }
+    }
+
+    /// Writes out what has accumulated once it passes 1 MiB.
+    fn flush_if_large(&mut self, out: &mut impl Write) -> io::Result<()> {
+        if self.text.len() > 1 << 20 {
+            out.write_all(self.text.as_bytes())?;
+            self.text.clear();
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -330,20 +343,65 @@ mod tests {
     #[test]
     fn chrome_json_pairs_spans_and_skips_orphans() {
         let events = vec![
-            Event { time_ns: 500, kind: Kind::PollEnd, arg: 0 }, // orphan: skipped
-            Event { time_ns: 1_000, kind: Kind::JobStart, arg: 0 },
-            Event { time_ns: 1_500, kind: Kind::StealTasks, arg: 1 << 32 | 3 },
-            Event { time_ns: 3_000, kind: Kind::JobEnd, arg: 0 },
-            Event { time_ns: 4_000, kind: Kind::Park, arg: 0 },
-            Event { time_ns: 9_000, kind: Kind::Unpark, arg: 0 },
+            Event {
+                time_ns: 500,
+                kind: Kind::PollEnd,
+                arg: 0,
+            }, // orphan: skipped
+            Event {
+                time_ns: 1_000,
+                kind: Kind::JobStart,
+                arg: 0,
+            },
+            Event {
+                time_ns: 1_500,
+                kind: Kind::StealTasks,
+                arg: 1 << 32 | 3,
+            },
+            Event {
+                time_ns: 3_000,
+                kind: Kind::JobEnd,
+                arg: 0,
+            },
+            Event {
+                time_ns: 4_000,
+                kind: Kind::Park,
+                arg: 0,
+            },
+            Event {
+                time_ns: 9_000,
+                kind: Kind::Unpark,
+                arg: 0,
+            },
+            Event {
+                time_ns: 10_000,
+                kind: Kind::PollStart,
+                arg: 42,
+            }, // still running
         ];
         let mut out = Vec::new();
-        write_chrome_json(&mut out, &[(events, 0)], 7).unwrap();
+        write_chrome_json(&mut out, &[(events, 0)], 7, 20_000).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert!(text.contains(r#""name":"job","cat":"job","ph":"X","pid":1,"tid":0,"ts":1.000,"dur":2.000"#), "{text}");
-        assert!(text.contains(r#""name":"parked""#) && text.contains(r#""dur":5.000"#), "{text}");
-        assert!(text.contains(r#""victim":1,"count":3,"kind":"tasks""#), "{text}");
-        assert!(!text.contains(r#""name":"poll""#), "{text}");
+        assert!(
+            text.contains(
+                r#""name":"job","cat":"job","ph":"X","pid":1,"tid":0,"ts":1.000,"dur":2.000"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#""name":"parked""#) && text.contains(r#""dur":5.000"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#""victim":1,"count":3,"kind":"tasks""#),
+            "{text}"
+        );
+        // The orphan end is skipped; the running poll ends at the export (20 µs).
+        assert_eq!(text.matches(r#""name":"poll""#).count(), 1, "{text}");
+        assert!(
+            text.contains(r#""ts":10.000,"dur":10.000,"args":{"task":42}"#),
+            "{text}"
+        );
         assert!(text.contains(r#""events_lost":0"#), "{text}");
     }
 }

@@ -1,0 +1,157 @@
+//! Event tracing: the Chrome trace export, and nothing recorded when tracing is off.
+
+use std::sync::{Arc, Barrier};
+
+use magpie::Runtime;
+
+fn temp_path(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("magpie-test-{}-{name}.json", std::process::id()))
+}
+
+/// Makes every one of `workers` workers poll a task and run a job.
+fn exercise_every_worker(rt: &Runtime, workers: usize) {
+    let barrier = Arc::new(Barrier::new(workers));
+    let handles: Vec<_> = (0..workers)
+        .map(|_| {
+            let barrier = barrier.clone();
+            rt.submit(move || {
+                barrier.wait();
+                magpie::join(|| (), || ())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    rt.install(|| magpie::join(|| (), || ()));
+}
+
+#[test]
+fn exported_json_parses_and_has_events_from_every_worker() {
+    let rt = Runtime::builder()
+        .worker_threads(3)
+        .trace(true)
+        .build()
+        .unwrap();
+    exercise_every_worker(&rt, 3);
+    rt.wait_idle();
+    assert!(rt.stats().trace_events > 0);
+    let path = temp_path("every-worker");
+    rt.trace_export(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let events = json["traceEvents"].as_array().unwrap();
+    for worker in 0..3u64 {
+        let polls = events
+            .iter()
+            .filter(|e| e["tid"] == worker && e["name"] == "poll" && e["ph"] == "X")
+            .count();
+        assert!(polls >= 1, "worker {worker} polled no task: {text}");
+        assert!(
+            events
+                .iter()
+                .any(|e| e["tid"] == worker && e["name"] == "thread_name"),
+            "worker {worker} has no track name"
+        );
+    }
+    for e in events.iter().filter(|e| e["ph"] == "X") {
+        assert!(e["ts"].as_f64().unwrap() >= 0.0);
+        assert!(e["dur"].as_f64().unwrap() >= 0.0);
+    }
+    assert!(
+        events.iter().any(|e| e["name"] == "job"),
+        "no job span: {text}"
+    );
+    assert_eq!(json["otherData"]["events_lost"], 0);
+}
+
+#[test]
+fn steals_and_parks_are_traced_with_their_arguments() {
+    let rt = Runtime::builder()
+        .worker_threads(2)
+        .trace(true)
+        .build()
+        .unwrap();
+    // A worker held by a task while tasks wait on its mailbox: the other steals them.
+    let started = Arc::new(Barrier::new(2));
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let blocker = {
+        let started = started.clone();
+        rt.submit_to(0, move || {
+            started.wait();
+            let _ = held.recv();
+        })
+        .unwrap()
+    };
+    started.wait();
+    let tasks: Vec<_> = (0..20)
+        .map(|i| rt.submit_to(0, move || i).unwrap())
+        .collect();
+    for t in tasks {
+        t.join().unwrap();
+    }
+    drop(release);
+    blocker.join().unwrap();
+    let path = temp_path("steals");
+    rt.trace_export(&path).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let steal = events
+        .iter()
+        .find(|e| e["name"] == "steal" && e["tid"] == 1)
+        .expect("worker 1 stole");
+    assert_eq!(steal["args"]["victim"], 0);
+    assert!(steal["args"]["count"].as_u64().unwrap() >= 1);
+    assert_eq!(steal["args"]["kind"], "tasks");
+}
+
+#[test]
+fn a_small_ring_keeps_the_newest_events_and_reports_the_lost() {
+    let rt = Runtime::builder()
+        .worker_threads(1)
+        .trace(true)
+        .trace_capacity(64)
+        .build()
+        .unwrap();
+    for _ in 0..200 {
+        rt.submit(|| ()).join().unwrap();
+    }
+    let path = temp_path("small-ring");
+    rt.trace_export(&path).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(json["otherData"]["events_lost"].as_u64().unwrap() > 0);
+    assert!(rt.stats().trace_events > 64);
+}
+
+#[test]
+fn with_tracing_off_nothing_is_recorded() {
+    let rt = Runtime::builder()
+        .worker_threads(2)
+        .trace(false)
+        .build()
+        .unwrap();
+    exercise_every_worker(&rt, 2);
+    assert_eq!(rt.stats().trace_events, 0);
+    let err = rt.trace_export(temp_path("off")).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::Unsupported);
+    assert!(err.to_string().contains("Builder::trace"), "{err}");
+    assert!(!temp_path("off").exists());
+}
+
+#[test]
+fn an_unwritable_path_is_an_error() {
+    let rt = Runtime::builder()
+        .worker_threads(1)
+        .trace(true)
+        .build()
+        .unwrap();
+    let err = rt
+        .trace_export("/nonexistent-magpie-dir/trace.json")
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+}
