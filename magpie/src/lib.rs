@@ -68,6 +68,30 @@
 //! # Ok::<(), magpie::BuildError>(())
 //! ```
 //!
+//! # A task pool you can watch and steer
+//!
+//! ```
+//! // Two workers now, up to four later; every event recorded for a Perfetto trace.
+//! let rt = magpie::Runtime::builder()
+//!     .worker_threads(2)
+//!     .max_workers(4)
+//!     .trace(true)
+//!     .build()?;
+//! for i in 0..100u64 {
+//!     // To the less loaded of two workers picked at random.
+//!     drop(rt.submit_balanced(move || i * i));
+//! }
+//! rt.set_active_workers(4).expect("1 to 4");
+//! rt.wait_idle(); // every task has finished
+//! let stats = rt.stats();
+//! assert_eq!(stats.tasks_executed(), 100);
+//! println!("steal rate {:.2}, utilization {:.2}", stats.steal_rate(), stats.utilization());
+//! let trace = std::env::temp_dir().join(format!("magpie-tour-{}.json", std::process::id()));
+//! rt.trace_export(&trace).expect("writable"); // open it in ui.perfetto.dev
+//! # std::fs::remove_file(&trace).unwrap();
+//! # Ok::<(), magpie::BuildError>(())
+//! ```
+//!
 //! # How it works
 //!
 //! Each worker owns a Chase-Lev deque of jobs. `join(a, b)` pushes `b`, runs `a`, then pops

@@ -173,6 +173,7 @@ impl Builder {
     /// ```
     /// let rt = magpie::Runtime::builder().worker_threads(1).poll_time_histogram(true).build().unwrap();
     /// rt.submit(|| ()).join().unwrap();
+    /// rt.install(|| ()); // the one worker is past the poll's end, where it is counted
     /// assert_eq!(rt.stats().poll_time_histogram().iter().sum::<u64>(), 1);
     /// ```
     pub fn poll_time_histogram(mut self, enabled: bool) -> Builder {

@@ -286,6 +286,34 @@ impl WorkerStats {
 
 /// A snapshot of a runtime's statistics.
 ///
+/// Everything tokio's `RuntimeMetrics` reports (stable and unstable) has a counterpart here,
+/// except the I/O driver's counts (magpie has no I/O driver):
+///
+/// | tokio `RuntimeMetrics` | magpie |
+/// |---|---|
+/// | `num_workers` | `workers.len()`, [`Stats::active_workers`] |
+/// | `num_alive_tasks` | [`Stats::tasks_alive`] |
+/// | `global_queue_depth` | [`Stats::inject_queue_depth`] |
+/// | `spawned_tasks_count` | [`Stats::tasks_spawned()`](Stats::tasks_spawned) |
+/// | `remote_schedule_count` | [`Stats::remote_schedules`] |
+/// | `num_blocking_threads`, `num_idle_blocking_threads`, `blocking_queue_depth` | [`Stats::blocking_threads`], [`Stats::blocking_idle_threads`], [`Stats::blocking_queue_depth`] |
+/// | `budget_forced_yield_count` | [`WorkerStats::budget_forced_yields`] (summed) |
+/// | `worker_total_busy_duration` | [`WorkerStats::busy_time_ns`] |
+/// | `worker_park_count`, `worker_park_unpark_count` | [`WorkerStats::parks`], `parks + unparks` |
+/// | `worker_noop_count` | [`WorkerStats::noops`] |
+/// | `worker_steal_count`, `worker_steal_operations` | [`WorkerStats::tasks_stolen`], [`WorkerStats::steal_operations`] |
+/// | `worker_poll_count` | [`WorkerStats::tasks_polled`] |
+/// | `worker_local_schedule_count` | [`WorkerStats::local_schedules`] |
+/// | `worker_overflow_count` | [`WorkerStats::overflows`] |
+/// | `worker_local_queue_depth` | [`WorkerStats::local_queue_depth`] |
+/// | `worker_mean_poll_time` | [`WorkerStats::mean_task_time_ns`] |
+/// | `worker_thread_id` | [`WorkerStats::thread_id`] (the OS id) |
+/// | `poll_time_histogram_*`, `worker_poll_count_histogram_*` | [`WorkerStats::poll_time_histogram`], [`Stats::poll_time_histogram_bounds_ns`], [`Stats::poll_time_histogram_enabled`] |
+///
+/// Beyond tokio: jobs (fork-join) executed and stolen, failed steals, steals inside and across
+/// steal groups, LIFO rescues, inject pulls, the adaptive interval, idle time, utilization,
+/// the steal rate, and the trace event count.
+///
 /// # Examples
 ///
 /// ```
