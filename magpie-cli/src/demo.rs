@@ -71,16 +71,14 @@ pub(crate) fn run(args: &DemoArgs, out: &mut impl Write) -> Result<(), Failure> 
     let workers = rt.num_workers();
 
     // Durations first, so drawing them is not timed.
-    let mut rng = SplitMix64::new(args.common.seed);
-    let heavy_count = args.tasks / 2;
-    let heavy: Vec<Duration> = (0..heavy_count)
-        .map(|_| rng.jitter(Duration::from_micros(args.heavy_us), 0.2))
-        .collect();
-    let light: Vec<Duration> = (heavy_count..args.tasks)
-        .map(|_| rng.jitter(Duration::from_micros(args.light_us), 0.2))
-        .collect();
-    let total_work: Duration = heavy.iter().chain(&light).sum();
-    let ideal = total_work / workers as u32;
+    let scenario = Scenario::generate(
+        args.tasks,
+        Duration::from_micros(args.heavy_us),
+        Duration::from_micros(args.light_us),
+        args.common.seed,
+    );
+    let heavy_count = scenario.heavy.len();
+    let ideal = scenario.total_work() / workers as u32;
     // Which worker ran each heavy task: the live view cannot tell heavy from light.
     let heavy_by_worker: Arc<Vec<AtomicU64>> =
         Arc::new((0..workers).map(|_| AtomicU64::new(0)).collect());
@@ -91,7 +89,7 @@ pub(crate) fn run(args: &DemoArgs, out: &mut impl Write) -> Result<(), Failure> 
             "magpie demo: {heavy_count} heavy tasks (~{:.1} ms) all queued on worker 0, {} light \
              (~{:.1} ms) spread; {workers} workers\n",
             args.heavy_us as f64 / 1e3,
-            light.len(),
+            scenario.light.len(),
             args.light_us as f64 / 1e3,
         )?;
         out.flush()?;
@@ -101,22 +99,7 @@ pub(crate) fn run(args: &DemoArgs, out: &mut impl Write) -> Result<(), Failure> 
 
     let before = rt.stats();
     let start = Instant::now();
-    for d in heavy {
-        let counts = Arc::clone(&heavy_by_worker);
-        let handle = rt
-            .submit_to(0, move || {
-                spin(d);
-                if let Some(i) = magpie::current_worker_index() {
-                    counts[i].fetch_add(1, Relaxed);
-                }
-            })
-            .map_err(|e| Failure::Run(e.to_string()))?;
-        // Dropping a handle detaches the task; `wait_idle` below waits for it.
-        drop(handle);
-    }
-    for d in light {
-        drop(rt.submit(move || spin(d)));
-    }
+    scenario.submit(rt, &heavy_by_worker)?;
 
     // A helper thread waits, so this one can redraw the live view meanwhile.
     let (done_tx, done_rx) = mpsc::channel();
@@ -172,6 +155,58 @@ pub(crate) fn run(args: &DemoArgs, out: &mut impl Write) -> Result<(), Failure> 
         write_json(out, &report)
     } else {
         print_report(out, &report)
+    }
+}
+
+/// The demo's tasks: heavy ones for worker 0's mailbox, light ones for the inject queue.
+#[derive(Debug, Clone)]
+pub(crate) struct Scenario {
+    pub(crate) heavy: Vec<Duration>,
+    pub(crate) light: Vec<Duration>,
+}
+
+impl Scenario {
+    /// `tasks / 2` heavy tasks and the rest light, each duration within ±20% of its mean.
+    pub(crate) fn generate(tasks: usize, heavy: Duration, light: Duration, seed: u64) -> Scenario {
+        let mut rng = SplitMix64::new(seed);
+        let heavy_count = tasks / 2;
+        Scenario {
+            heavy: (0..heavy_count).map(|_| rng.jitter(heavy, 0.2)).collect(),
+            light: (heavy_count..tasks)
+                .map(|_| rng.jitter(light, 0.2))
+                .collect(),
+        }
+    }
+
+    pub(crate) fn total_work(&self) -> Duration {
+        self.heavy.iter().chain(&self.light).sum()
+    }
+
+    /// Queues every heavy task on worker 0 and submits the light ones; a heavy task counts
+    /// itself in `heavy_by_worker[i]` for the worker `i` that ran it. Returns at once: the
+    /// caller waits with `Runtime::wait_idle`.
+    pub(crate) fn submit(
+        &self,
+        rt: &Runtime,
+        heavy_by_worker: &Arc<Vec<AtomicU64>>,
+    ) -> Result<(), Failure> {
+        for &d in &self.heavy {
+            let counts = Arc::clone(heavy_by_worker);
+            let handle = rt
+                .submit_to(0, move || {
+                    spin(d);
+                    if let Some(i) = magpie::current_worker_index() {
+                        counts[i].fetch_add(1, Relaxed);
+                    }
+                })
+                .map_err(|e| Failure::Run(e.to_string()))?;
+            // Dropping a handle detaches the task; `wait_idle` waits for it.
+            drop(handle);
+        }
+        for &d in &self.light {
+            drop(rt.submit(move || spin(d)));
+        }
+        Ok(())
     }
 }
 

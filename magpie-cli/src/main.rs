@@ -20,6 +20,7 @@ mod demo;
 mod report;
 mod scale;
 mod svg;
+mod timeline;
 mod trace;
 mod workload;
 
