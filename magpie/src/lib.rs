@@ -113,7 +113,7 @@ pub use join::{join, scope, Scope};
 #[cfg(not(loom))]
 pub use runtime::{
     block_on, current_num_workers, current_worker_index, default_runtime, spawn, spawn_blocking,
-    submit, BuildError, Builder, Runtime, SubmitError, MAX_WORKERS,
+    submit, ActiveWorkersError, BuildError, Builder, Runtime, SubmitError, MAX_WORKERS,
 };
 #[cfg(not(loom))]
 pub use stats::{Stats, WorkerStats};

@@ -107,6 +107,11 @@ impl BlockingPool {
         lock(&self.inner.state).threads
     }
 
+    /// Threads waiting for work.
+    pub(crate) fn idle_threads(&self) -> usize {
+        lock(&self.inner.state).idle
+    }
+
     /// Tasks queued and not yet started.
     pub(crate) fn queue_depth(&self) -> usize {
         lock(&self.inner.state).queue.len()

@@ -30,6 +30,11 @@ pub struct Builder {
     pub(super) stack_size: Option<usize>,
     pub(super) max_blocking_threads: Option<usize>,
     pub(super) blocking_keep_alive: Option<Duration>,
+    pub(super) max_workers: Option<usize>,
+    pub(super) steal_groups: Option<usize>,
+    pub(super) trace: Option<bool>,
+    pub(super) trace_capacity: Option<usize>,
+    pub(super) poll_time_histogram: bool,
 }
 
 impl Builder {
@@ -91,6 +96,90 @@ impl Builder {
         self
     }
 
+    /// Sets how many workers the runtime can have, for
+    /// [`Runtime::set_active_workers`](crate::Runtime::set_active_workers). All of them are
+    /// started; those beyond [`worker_threads`](Builder::worker_threads) stay parked until
+    /// activated. Default: the worker thread count. Fewer than the worker threads makes
+    /// [`Builder::build`] fail.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).max_workers(4).build().unwrap();
+    /// assert_eq!((rt.active_workers(), rt.num_workers()), (2, 4));
+    /// rt.set_active_workers(4).unwrap();
+    /// assert_eq!(rt.active_workers(), 4);
+    /// ```
+    pub fn max_workers(mut self, count: usize) -> Builder {
+        self.max_workers = Some(count);
+        self
+    }
+
+    /// Divides the workers into `groups` steal groups of consecutive workers: a thief tries
+    /// the workers of its own group first, then the others (hierarchical stealing, for
+    /// machines where some cores share a cache or a memory node and others do not).
+    ///
+    /// By default, on Linux, the groups follow the machine: one per NUMA node if there are
+    /// several, else one per last-level cache if there are several (read from sysfs), and
+    /// then each worker is also kept on its group's CPUs; elsewhere, or on a machine with one
+    /// node and one shared cache, there is one group. Groups set here are not tied to CPUs.
+    /// `groups` must be between 1 and the number of workers, or [`Builder::build`] fails.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(4).steal_groups(2).build().unwrap();
+    /// let groups: Vec<u64> = rt.stats().workers.iter().map(|w| w.steal_group).collect();
+    /// assert_eq!(groups, [0, 0, 1, 1]);
+    /// ```
+    pub fn steal_groups(mut self, groups: usize) -> Builder {
+        self.steal_groups = Some(groups);
+        self
+    }
+
+    /// Records scheduler events (task polls, jobs, steals, parks, inject pulls) in one ring
+    /// buffer per worker, for [`Runtime::trace_export`](crate::Runtime::trace_export). Off
+    /// by default, unless the environment variable `MAGPIE_TRACE` is `1`; when off, nothing
+    /// is recorded and the cost is one predictable branch where an event could be.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).trace(true).build().unwrap();
+    /// rt.submit(|| ()).join().unwrap();
+    /// let path = std::env::temp_dir().join(format!("magpie-doc-{}.json", std::process::id()));
+    /// rt.trace_export(&path).unwrap();
+    /// assert!(std::fs::read_to_string(&path).unwrap().contains("traceEvents"));
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn trace(mut self, enabled: bool) -> Builder {
+        self.trace = Some(enabled);
+        self
+    }
+
+    /// How many events each worker's trace ring keeps (rounded up to a power of two); the
+    /// oldest are overwritten. Default 65,536 (1 MiB per worker).
+    pub fn trace_capacity(mut self, events: usize) -> Builder {
+        self.trace_capacity = Some(events);
+        self
+    }
+
+    /// Records how long each task poll takes, in the buckets of
+    /// [`WorkerStats::poll_time_histogram`](crate::WorkerStats::poll_time_histogram). Off by
+    /// default (as in tokio): it reads the clock twice per poll.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).poll_time_histogram(true).build().unwrap();
+    /// rt.submit(|| ()).join().unwrap();
+    /// assert_eq!(rt.stats().poll_time_histogram().iter().sum::<u64>(), 1);
+    /// ```
+    pub fn poll_time_histogram(mut self, enabled: bool) -> Builder {
+        self.poll_time_histogram = enabled;
+        self
+    }
+
     /// Starts the workers.
     ///
     /// # Errors
@@ -132,6 +221,13 @@ impl Builder {
     pub(super) fn resolved_worker_threads(&self) -> usize {
         self.worker_threads.unwrap_or_else(default_worker_threads)
     }
+
+    /// Whether tracing is on: as set, else `MAGPIE_TRACE=1`.
+    pub(super) fn resolved_trace(&self) -> bool {
+        self.trace.unwrap_or_else(|| {
+            std::env::var("MAGPIE_TRACE").is_ok_and(|v| v.trim() == "1")
+        })
+    }
 }
 
 /// `MAGPIE_WORKER_THREADS` if set to a positive number, else the available parallelism.
@@ -168,6 +264,20 @@ pub enum BuildError {
     InvalidThreadName,
     /// `max_blocking_threads(0)`: the blocking pool needs at least one thread.
     ZeroBlockingThreads,
+    /// [`Builder::max_workers`] is below the worker thread count.
+    MaxWorkersBelowWorkers {
+        /// The worker thread count.
+        workers: usize,
+        /// The maximum asked for.
+        max: usize,
+    },
+    /// [`Builder::steal_groups`] outside 1 to the number of workers.
+    InvalidStealGroups {
+        /// The group count asked for.
+        groups: usize,
+        /// The number of workers (the maximum, with [`Builder::max_workers`]).
+        workers: usize,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -190,6 +300,14 @@ impl fmt::Display for BuildError {
             BuildError::ZeroBlockingThreads => {
                 f.write_str("the blocking pool needs at least one thread")
             }
+            BuildError::MaxWorkersBelowWorkers { workers, max } => write!(
+                f,
+                "max_workers({max}) is below the {workers} worker threads"
+            ),
+            BuildError::InvalidStealGroups { groups, workers } => write!(
+                f,
+                "{groups} steal groups requested for {workers} workers; use 1 to {workers}"
+            ),
         }
     }
 }

@@ -4,9 +4,11 @@ pub(crate) mod block_on;
 mod blocking;
 mod builder;
 pub(crate) mod context;
+mod control;
 mod global;
 mod idle_wait;
 pub(crate) mod registry;
+mod topology;
 pub(crate) mod worker;
 
 use std::fmt;
@@ -15,9 +17,9 @@ use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 
 pub use builder::{BuildError, Builder, MAX_WORKERS};
+pub use control::ActiveWorkersError;
 
 use crate::queue::{chase_lev, local};
-use crate::stats::Stats;
 use crate::sync::atomic::*;
 use crate::sync::{barrier, lock, wait_until, Arc, AtomicUsize, Condvar, Mutex};
 use crate::task::closure::Closure;
@@ -114,13 +116,29 @@ impl Runtime {
     }
 
     fn start(builder: Builder) -> Result<Runtime, BuildError> {
-        let n = builder.resolved_worker_threads();
-        if n == 0 {
+        let active = builder.resolved_worker_threads();
+        if active == 0 {
             return Err(BuildError::ZeroWorkers);
         }
-        if n > MAX_WORKERS {
-            return Err(BuildError::TooManyWorkers { requested: n });
+        let n = builder.max_workers.unwrap_or(active);
+        if n.max(active) > MAX_WORKERS {
+            return Err(BuildError::TooManyWorkers {
+                requested: n.max(active),
+            });
         }
+        if n < active {
+            return Err(BuildError::MaxWorkersBelowWorkers {
+                workers: active,
+                max: n,
+            });
+        }
+        let groups = match builder.steal_groups {
+            Some(groups) if groups == 0 || groups > n => {
+                return Err(BuildError::InvalidStealGroups { groups, workers: n });
+            }
+            Some(groups) => topology::Groups::even(n, groups),
+            None => topology::Groups::from_machine(n),
+        };
         let name = builder.thread_name.as_deref().unwrap_or("magpie-worker");
         if name.contains('\0') {
             return Err(BuildError::InvalidThreadName);
@@ -141,7 +159,23 @@ impl Runtime {
             name.to_owned(),
             builder.stack_size,
         );
-        let registry = Arc::new(Registry::new(stealers, ring_stealers, blocking, id));
+        let options = registry::Options {
+            active,
+            groups,
+            trace_capacity: builder.resolved_trace().then(|| {
+                builder
+                    .trace_capacity
+                    .unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)
+            }),
+            poll_time_histogram: builder.poll_time_histogram,
+        };
+        let registry = Arc::new(Registry::new(
+            stealers,
+            ring_stealers,
+            blocking,
+            id,
+            options,
+        ));
         let exits = Arc::new(ExitCount {
             running: Mutex::new(n),
             exited: Condvar::new(),
@@ -185,7 +219,7 @@ impl Runtime {
         })
     }
 
-    /// The number of worker threads.
+    /// The number of worker threads, active or not (see [`Runtime::active_workers`]).
     pub fn num_workers(&self) -> usize {
         self.registry.num_workers()
     }
@@ -214,33 +248,6 @@ impl Runtime {
         R: Send,
     {
         self.registry.in_worker(|_| op())
-    }
-
-    /// A snapshot of the per-worker statistics.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
-    /// rt.install(|| magpie::join(|| (), || ()));
-    /// assert!(rt.stats().jobs_executed() >= 1);
-    /// ```
-    pub fn stats(&self) -> Stats {
-        let registry = &*self.registry;
-        let uptime_ns = registry.uptime_ns();
-        Stats {
-            workers: registry
-                .counters
-                .iter()
-                .zip(registry.task_slots.iter())
-                .map(|(c, slots)| c.snapshot(slots.ring.len(), slots.mailbox.len(), uptime_ns))
-                .collect(),
-            tasks_alive: registry.owned.len() as u64,
-            inject_queue_depth: registry.task_inject.len() as u64,
-            timers_pending: registry.timers.pending() as u64,
-            blocking_threads: registry.blocking.threads() as u64,
-            blocking_queue_depth: registry.blocking.queue_depth() as u64,
-        }
     }
 
     /// Spawns `future` as a task on this runtime and returns its [`JoinHandle`].

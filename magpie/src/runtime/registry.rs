@@ -10,9 +10,10 @@ use crate::queue::chase_lev::Stealer;
 use crate::queue::inject::Inject;
 use crate::queue::local;
 use crate::sleep::Sleep;
+use crate::stats::trace::TraceBuffer;
 use crate::stats::{bump, WorkerCounters};
 use crate::sync::atomic::*;
-use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicUsize};
+use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
 use crate::task::notified::{new_task, Notified, Schedule};
 use crate::task::owned::OwnedTasks;
 use crate::task::raw::{Header, RawTask};
@@ -22,6 +23,7 @@ use crate::util::CachePadded;
 
 use super::blocking::BlockingPool;
 use super::idle_wait::IdleWait;
+use super::topology::Groups;
 use super::worker::WorkerThread;
 
 /// A task of this runtime, as its queues hold it.
@@ -65,6 +67,19 @@ pub(crate) struct Registry {
     pub(crate) idle_wait: IdleWait,
     /// Seeds the two random choices of `spawn_balanced` on threads outside the pool.
     balance_seed: AtomicUsize,
+    /// Workers `0..active` take work; the others are parked (`Runtime::set_active_workers`).
+    /// Read by every worker once per unit of work, written rarely: a line of its own.
+    active: CachePadded<AtomicUsize>,
+    /// The steal groups.
+    pub(crate) groups: Groups,
+    /// One event ring per worker when tracing is on.
+    pub(crate) traces: Option<Box<[Arc<TraceBuffer>]>>,
+    /// Whether workers time each poll for the histogram.
+    pub(crate) poll_time_histogram: bool,
+    /// Tasks queued from outside the pool (spawns and wakes).
+    pub(crate) remote_schedules: AtomicU64,
+    /// Tasks spawned from outside the pool.
+    pub(crate) tasks_spawned_remote: AtomicU64,
     /// Set once, by `Runtime::drop`; workers exit when they see it and find no work.
     terminating: AtomicBool,
     /// Workers that have not exited yet; the last one out empties the task inject queue.
@@ -79,12 +94,23 @@ unsafe impl Send for Registry {}
 // SAFETY: as above.
 unsafe impl Sync for Registry {}
 
+/// The choices of the builder that the registry keeps.
+#[derive(Debug)]
+pub(crate) struct Options {
+    pub(crate) active: usize,
+    pub(crate) groups: Groups,
+    /// Events per worker ring, if tracing is on.
+    pub(crate) trace_capacity: Option<usize>,
+    pub(crate) poll_time_histogram: bool,
+}
+
 impl Registry {
     pub(crate) fn new(
         stealers: Vec<Stealer<JobHeader>>,
         rings: Vec<local::Steal<Header>>,
         blocking: BlockingPool,
         id: usize,
+        options: Options,
     ) -> Registry {
         let n = stealers.len();
         Registry {
@@ -111,6 +137,16 @@ impl Registry {
             started: std::time::Instant::now(),
             idle_wait: IdleWait::default(),
             balance_seed: AtomicUsize::new(0),
+            active: CachePadded::new(AtomicUsize::new(options.active)),
+            groups: options.groups,
+            traces: options.trace_capacity.map(|capacity| {
+                (0..n)
+                    .map(|_| Arc::new(TraceBuffer::new(capacity)))
+                    .collect()
+            }),
+            poll_time_histogram: options.poll_time_histogram,
+            remote_schedules: AtomicU64::new(0),
+            tasks_spawned_remote: AtomicU64::new(0),
             terminating: AtomicBool::new(false),
             workers_alive: AtomicUsize::new(n),
             id,
@@ -124,6 +160,25 @@ impl Registry {
 
     pub(crate) fn num_workers(&self) -> usize {
         self.stealers.len()
+    }
+
+    /// Workers taking work now: `0..active_workers()`.
+    #[inline]
+    pub(crate) fn active_workers(&self) -> usize {
+        // Relaxed: a worker that reads a stale value retires (or resumes) one unit of work
+        // later; `set_active_workers` wakes every worker whose side changed.
+        self.active.load(Relaxed)
+    }
+
+    /// Sets the active worker count (checked by the caller) and wakes every worker whose
+    /// side changed: those leaving retire (their queues go to the inject queue), those
+    /// joining resume.
+    pub(crate) fn set_active_workers(&self, n: usize) {
+        // Relaxed: see `active_workers`; the wakes below carry the news.
+        let old = self.active.swap(n, Relaxed);
+        for worker in n.min(old)..n.max(old) {
+            self.sleep.wake_worker(worker);
+        }
     }
 
     /// Whether any job queue of this runtime holds a job (possibly stale: see the sleep
@@ -197,6 +252,11 @@ impl Registry {
 
     /// Queues a task from a thread that is not one of this runtime's workers.
     pub(crate) fn push_remote(&self, task: Task) {
+        if cfg!(not(magpie_no_stats)) {
+            // Relaxed: a statistic. A shared RMW, but remote pushes take the inject lock
+            // right after, which costs more.
+            self.remote_schedules.fetch_add(1, Relaxed);
+        }
         match self.task_inject.push(task.into_header()) {
             Ok(()) => self.sleep.notify_task(),
             // SAFETY: the refused pointer is the Notified we just gave up.
@@ -227,7 +287,7 @@ impl Registry {
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let n = self.num_workers();
+        let n = self.active_workers();
         let worker = if n == 1 {
             0
         } else {
@@ -267,6 +327,12 @@ impl Registry {
         let Some(task) = task else {
             return handle;
         };
+        if worker >= self.active_workers() {
+            // Parked by `set_active_workers`: anyone may run it. (Should the worker retire
+            // just after this check, it forwards its mailbox to the inject queue.)
+            self.push_remote(task);
+            return handle;
+        }
         match self.task_slots[worker].mailbox.push(task.into_header()) {
             Ok(()) => {
                 // The owner may be asleep, and only it drains its mailbox promptly.
@@ -287,6 +353,7 @@ impl Registry {
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        self.count_spawn();
         let (task, handle) = new_task(future, self.clone(), self.id);
         // SAFETY: the new task's Notified holds a reference; it was never linked.
         if unsafe { self.owned.bind(task.raw()) } {
@@ -294,6 +361,22 @@ impl Registry {
         } else {
             task.shutdown();
             (None, handle)
+        }
+    }
+
+    /// Counts a spawn: on the spawning worker, or as a remote spawn.
+    #[inline]
+    fn count_spawn(&self) {
+        // SAFETY: a non-null current worker is live for the duration of this call.
+        match unsafe { WorkerThread::current().as_ref() } {
+            Some(worker) if ptr::eq(worker.registry(), self) => {
+                bump(&self.counters[worker.index()].tasks_spawned);
+            }
+            _ if cfg!(not(magpie_no_stats)) => {
+                // Relaxed: a statistic.
+                self.tasks_spawned_remote.fetch_add(1, Relaxed);
+            }
+            _ => {}
         }
     }
 

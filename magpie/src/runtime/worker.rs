@@ -33,7 +33,8 @@ use crate::join::latch::SpinLatch;
 use crate::queue::chase_lev::{self, Steal};
 use crate::queue::local::{self, Overflow};
 use crate::sleep::Wake;
-use crate::stats::{bump, set, WorkerCounters};
+use crate::stats::trace::{Kind, TraceBuffer};
+use crate::stats::{add, bump, histogram_bucket, set, WorkerCounters};
 use crate::sync::atomic::*;
 use crate::sync::Arc;
 use crate::task::coop;
@@ -128,6 +129,13 @@ pub(crate) struct WorkerThread {
     ring: local::Local<Header>,
     rng: Cell<FastRand>,
     tasks: TaskState,
+    /// Steal victims of this worker's own group, then of the others (see `topology.rs`).
+    victims_near: Box<[usize]>,
+    victims_far: Box<[usize]>,
+    /// This worker's event ring, when tracing is on.
+    trace: Option<Arc<TraceBuffer>>,
+    /// Whether task polls are timed: for the histogram, or for the trace.
+    timed_polls: bool,
 }
 
 /// Where a full ring sends half of its tasks: the inject queue, counted as an overflow.
@@ -203,9 +211,46 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn execute(&self, job: JobRef) {
         self.count_job();
+        if let Some(trace) = self.tracer() {
+            return self.execute_traced(trace, job);
+        }
         // SAFETY: a job taken out of a queue is owned by whoever took it, executed once here;
         // its memory is live until its latch is set (JobRef's contract).
         unsafe { job.execute() }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn execute_traced(&self, trace: &TraceBuffer, job: JobRef) {
+        trace.record(self.registry.uptime_ns(), Kind::JobStart, 0);
+        // SAFETY: as in `execute`.
+        unsafe { job.execute() }
+        trace.record(self.registry.uptime_ns(), Kind::JobEnd, 0);
+    }
+
+    /// This worker's event ring, if tracing is on. With `--cfg magpie_no_trace` the checks
+    /// compile away entirely (for measuring what they cost; BENCHMARKS.md).
+    #[inline(always)]
+    fn tracer(&self) -> Option<&TraceBuffer> {
+        if cfg!(magpie_no_trace) {
+            None
+        } else {
+            self.trace.as_deref()
+        }
+    }
+
+    /// Records an event if tracing is on.
+    #[inline]
+    fn trace_event(&self, kind: Kind, arg: u64) {
+        if let Some(trace) = self.tracer() {
+            trace.record(self.registry.uptime_ns(), kind, arg);
+        }
+    }
+
+    /// Counts a forced yield: the running poll ran out of its cooperative budget.
+    #[cold]
+    pub(crate) fn count_forced_yield(&self) {
+        bump(&self.counters.budget_forced_yields);
     }
 
     /// Counts one job run on this worker.
@@ -230,6 +275,7 @@ impl WorkerThread {
     /// that an owner about to run it is not robbed), and filling it notifies the idle workers
     /// like any other push, so an idle worker is awake to take it.
     pub(crate) fn schedule_local(&self, task: Task, is_yield: bool) {
+        bump(&self.counters.local_schedules);
         let ptr = task.into_header();
         if is_yield || !self.tasks.in_task.get() {
             self.ring.push_back(ptr, &self.to_inject());
@@ -320,19 +366,21 @@ impl WorkerThread {
         if inject.is_empty() {
             return None;
         }
-        let share = inject.len() / self.registry.num_workers() + 1;
+        let share = inject.len() / self.registry.active_workers() + 1;
         let room = self.ring.remaining_slots() / 2;
         let batch = share.min(room).min(local::CAPACITY / 2);
-        let ptr = if batch <= 1 {
-            inject.pop()?
+        let (ptr, pulled) = if batch <= 1 {
+            (inject.pop()?, 1)
         } else {
             // One lock for the whole batch; the oldest comes back out of the ring first.
-            if inject.pop_batch(batch, &mut IntoRing(self)) == 0 {
+            let pulled = inject.pop_batch(batch, &mut IntoRing(self));
+            if pulled == 0 {
                 return None;
             }
-            self.ring.pop()?
+            (self.ring.pop()?, pulled)
         };
         bump(&self.counters.inject_pulls);
+        self.trace_event(Kind::InjectPull, pulled as u64);
         // SAFETY: the inject queue holds Notified pointers (see `Registry::push_remote`).
         Some(unsafe { Task::from_header(ptr) })
     }
@@ -343,11 +391,35 @@ impl WorkerThread {
         state.countdown.set(state.countdown.get().saturating_sub(1));
         state.batch_tasks.set(state.batch_tasks.get() + 1);
         state.in_task.set(true);
-        // The harness catches every panic of user code.
-        // A completed task was counted by `Registry::release`, before it left the live list.
-        let _completed = coop::with_budget(|| task.run());
+        if self.timed_polls {
+            self.run_task_timed(task);
+        } else {
+            // The harness catches every panic of user code.
+            // A completed task was counted by `Registry::release`, before it left the live
+            // list.
+            let _completed = coop::with_budget(|| task.run());
+        }
         state.in_task.set(false);
         bump(&self.counters.tasks_polled);
+    }
+
+    /// `run_task` with the poll timed, for the histogram and the trace.
+    #[cold]
+    #[inline(never)]
+    fn run_task_timed(&self, task: Task) {
+        let id = task.raw().as_ptr().as_ptr() as u64;
+        let start = self.registry.uptime_ns();
+        if let Some(trace) = self.tracer() {
+            trace.record(start, Kind::PollStart, id);
+        }
+        let _completed = coop::with_budget(|| task.run());
+        let end = self.registry.uptime_ns();
+        if let Some(trace) = self.tracer() {
+            trace.record(end, Kind::PollEnd, id);
+        }
+        if self.registry.poll_time_histogram {
+            bump(&self.counters.poll_time_histogram[histogram_bucket(end - start)]);
+        }
     }
 
     /// Every `interval` tasks: update the mean task time and the interval, and fire the
@@ -411,64 +483,95 @@ impl WorkerThread {
         self.registry.inject.pop()
     }
 
-    /// One pass over every other worker, starting at a random one: its deque's oldest job,
-    /// then (with `tasks`) half of its ring, its mailbox, and (with `lifo`) its LIFO slot.
+    /// One pass over every other active worker: those of this worker's steal group first,
+    /// then the others, each part from a random place. From each victim: its deque's oldest
+    /// job, then (with `tasks`) half of its ring, its mailbox, and (with `lifo`) its LIFO
+    /// slot.
     fn steal(&self, lifo: bool, tasks: bool) -> Option<Work> {
+        let active = self.registry.active_workers();
+        for (victims, near) in [(&*self.victims_near, true), (&*self.victims_far, false)] {
+            if victims.is_empty() {
+                continue;
+            }
+            let mut rng = self.rng.get();
+            let start = rng.below(victims.len() as u32) as usize;
+            self.rng.set(rng);
+            for offset in 0..victims.len() {
+                let victim = victims[(start + offset) % victims.len()];
+                if victim >= active {
+                    // Parked by `set_active_workers`, its queues handed on.
+                    continue;
+                }
+                if let Some((work, count)) = self.steal_from(victim, lifo, tasks) {
+                    let counters = &self.counters;
+                    bump(if near {
+                        &counters.steals_in_group
+                    } else {
+                        &counters.steals_across_groups
+                    });
+                    if let Some(trace) = self.tracer() {
+                        let kind = match work {
+                            Work::Job(_) => Kind::StealJobs,
+                            Work::Task(_) => Kind::StealTasks,
+                        };
+                        trace.record(
+                            self.registry.uptime_ns(),
+                            kind,
+                            (victim as u64) << 32 | count,
+                        );
+                    }
+                    return Some(work);
+                }
+            }
+        }
+        bump(&self.counters.failed_steals);
+        None
+    }
+
+    /// Tries to take work from one victim; returns it and how many items moved.
+    fn steal_from(&self, victim: usize, lifo: bool, tasks: bool) -> Option<(Work, u64)> {
         let registry = &*self.registry;
-        let n = registry.num_workers();
-        if n <= 1 {
+        let counters = &self.counters;
+        loop {
+            match registry.stealers[victim].steal() {
+                Steal::Success(ptr) => {
+                    bump(&counters.steal_attempts);
+                    bump(&counters.jobs_stolen);
+                    // SAFETY: only `JobRef::as_ptr` values are pushed.
+                    return Some((Work::Job(unsafe { JobRef::from_ptr(ptr) }), 1));
+                }
+                Steal::Empty => break,
+                Steal::Retry => bump(&counters.steal_attempts),
+            }
+        }
+        if !tasks {
             return None;
         }
-        let counters = &self.counters;
-        let mut rng = self.rng.get();
-        let start = rng.below(n as u32) as usize;
-        self.rng.set(rng);
-        for offset in 0..n {
-            let victim = (start + offset) % n;
-            if victim == self.index {
-                continue;
+        let slots = &registry.task_slots[victim];
+        if !slots.ring.is_empty() {
+            let before = self.ring.len();
+            if let Some(ptr) = slots.ring.steal_into(&self.ring) {
+                let moved = self.ring.len().saturating_sub(before) as u64 + 1;
+                bump(&counters.steal_operations);
+                add(&counters.tasks_stolen, moved);
+                // SAFETY: rings hold Notified pointers.
+                return Some((Work::Task(unsafe { Task::from_header(ptr) }), moved));
             }
-            loop {
-                match registry.stealers[victim].steal() {
-                    Steal::Success(ptr) => {
-                        bump(&counters.steal_attempts);
-                        bump(&counters.jobs_stolen);
-                        // SAFETY: only `JobRef::as_ptr` values are pushed.
-                        return Some(Work::Job(unsafe { JobRef::from_ptr(ptr) }));
-                    }
-                    Steal::Empty => break,
-                    Steal::Retry => bump(&counters.steal_attempts),
-                }
-            }
-            if !tasks {
-                continue;
-            }
-            let slots = &registry.task_slots[victim];
-            if !slots.ring.is_empty() {
-                let before = self.ring.len();
-                if let Some(ptr) = slots.ring.steal_into(&self.ring) {
-                    let moved = self.ring.len().saturating_sub(before) as u64;
-                    bump(&counters.steal_operations);
-                    counters.add(&counters.tasks_stolen, moved + 1);
-                    // SAFETY: rings hold Notified pointers.
-                    return Some(Work::Task(unsafe { Task::from_header(ptr) }));
-                }
-            }
-            if let Some(ptr) = slots.mailbox.pop() {
+        }
+        if let Some(ptr) = slots.mailbox.pop() {
+            bump(&counters.steal_operations);
+            bump(&counters.tasks_stolen);
+            // SAFETY: mailboxes hold Notified pointers.
+            return Some((Work::Task(unsafe { Task::from_header(ptr) }), 1));
+        }
+        if lifo && !slots.lifo.load(Relaxed).is_null() {
+            // Acquire: pairs with the owner's Release fill in `schedule_local`.
+            if let Some(ptr) = NonNull::new(slots.lifo.swap(ptr::null_mut(), Acquire)) {
                 bump(&counters.steal_operations);
                 bump(&counters.tasks_stolen);
-                // SAFETY: mailboxes hold Notified pointers.
-                return Some(Work::Task(unsafe { Task::from_header(ptr) }));
-            }
-            if lifo && !slots.lifo.load(Relaxed).is_null() {
-                // Acquire: pairs with the owner's Release fill in `schedule_local`.
-                if let Some(ptr) = NonNull::new(slots.lifo.swap(ptr::null_mut(), Acquire)) {
-                    bump(&counters.steal_operations);
-                    bump(&counters.tasks_stolen);
-                    bump(&counters.lifo_steals);
-                    // SAFETY: LIFO slots hold Notified pointers.
-                    return Some(Work::Task(unsafe { Task::from_header(ptr) }));
-                }
+                bump(&counters.lifo_steals);
+                // SAFETY: LIFO slots hold Notified pointers.
+                return Some((Work::Task(unsafe { Task::from_header(ptr) }), 1));
             }
         }
         None
@@ -524,6 +627,45 @@ impl WorkerThread {
         sleep.set_join_waiting(self.index, false);
     }
 
+    /// Parked by `set_active_workers`: hands every task queued here to the inject queue and
+    /// parks until this worker is active again (returns false) or the runtime terminates
+    /// (returns true). The deque is empty: this runs only in the main loop, between jobs, and
+    /// every job a job pushes is taken back or waited for before that job returns.
+    #[cold]
+    fn retire(&self) -> bool {
+        debug_assert!(self.deque.is_empty());
+        let registry = &*self.registry;
+        loop {
+            let mut handed = Vec::new();
+            handed.extend(self.take_lifo().map(Task::into_header));
+            while let Some(ptr) = self.ring.pop() {
+                handed.push(ptr);
+            }
+            while let Some(ptr) = self.slots().mailbox.pop() {
+                handed.push(ptr);
+            }
+            if !handed.is_empty() {
+                if let Err(refused) = registry.task_inject.push_batch(handed.into_iter()) {
+                    for ptr in refused {
+                        // SAFETY: each pointer carries its Notified's reference.
+                        unsafe { Task::from_header(ptr) }.shutdown();
+                    }
+                }
+                registry.sleep.notify_task();
+            }
+            if registry.is_terminating() {
+                return true;
+            }
+            if self.index < registry.active_workers() {
+                return false;
+            }
+            // Woken by `set_active_workers`, by a `submit_to` that raced our retirement (its
+            // task is in our mailbox: the loop hands it on), or by termination. Not in the
+            // idle bitmap, so no notifier counts on us.
+            registry.sleep.park_retired(self.index, PARK_SAFETY_NET);
+        }
+    }
+
     fn has_local_tasks(&self) -> bool {
         // Relaxed: a hint.
         !self.ring.is_empty() || !self.slots().lifo.load(Relaxed).is_null()
@@ -533,6 +675,13 @@ impl WorkerThread {
     fn main_loop(&self) {
         let mut idle = IdleLoop::new(self, false);
         loop {
+            if self.index >= self.registry.active_workers() {
+                idle.found_work();
+                if self.retire() {
+                    break;
+                }
+                continue;
+            }
             if let Some(work) = self.find_work(idle.rounds) {
                 idle.found_work();
                 self.run(work);
@@ -571,6 +720,10 @@ struct IdleLoop<'w> {
     searching: bool,
     /// Waiting inside `join`: never counts as a searcher and never drives the timers (R6).
     join_wait: bool,
+    /// Whether this stretch began with a wakeup, and whether work was found since (for the
+    /// `noops` count).
+    woken: bool,
+    worked: bool,
 }
 
 impl<'w> IdleLoop<'w> {
@@ -580,6 +733,8 @@ impl<'w> IdleLoop<'w> {
             rounds: 0,
             searching: false,
             join_wait,
+            woken: false,
+            worked: false,
         }
     }
 
@@ -587,6 +742,7 @@ impl<'w> IdleLoop<'w> {
     /// worker, since where there was one job there may be more (R3).
     fn found_work(&mut self) {
         self.rounds = 0;
+        self.worked = true;
         if self.searching {
             self.searching = false;
             if self.worker.registry.sleep.stop_searching() {
@@ -643,14 +799,22 @@ impl<'w> IdleLoop<'w> {
             PARK_SAFETY_NET
         };
         bump(&counters.parks);
+        if self.woken && !self.worked {
+            // Woken last time, and found nothing to do since.
+            bump(&counters.noops);
+        }
         // Parks are rare next to tasks and jobs: two clock reads each are affordable.
         let parked_at = registry.uptime_ns();
         set(&counters.parked_since, parked_at + 1);
+        worker.trace_event(Kind::Park, 0);
         let wake = registry.sleep.park(worker.index, Some(timeout));
-        let parked_for = registry.uptime_ns().saturating_sub(parked_at);
+        let unparked_at = registry.uptime_ns();
+        worker.trace_event(Kind::Unpark, 0);
         set(&counters.parked_since, 0);
-        counters.add(&counters.parked_ns, parked_for);
+        add(&counters.parked_ns, unparked_at.saturating_sub(parked_at));
         bump(&counters.unparks);
+        self.woken = true;
+        self.worked = false;
         if driving {
             registry.timers.fire_due();
             registry.timers.release();
@@ -693,7 +857,19 @@ pub(crate) struct WorkerSeed {
 
 /// The body of a worker thread.
 pub(crate) fn run(seed: WorkerSeed) {
+    seed.registry.groups.pin_current_thread(seed.index);
+    let (victims_near, victims_far) = seed.registry.groups.victims(seed.index);
+    let trace = seed
+        .registry
+        .traces
+        .as_ref()
+        .map(|traces| traces[seed.index].clone());
     let worker = WorkerThread {
+        victims_near,
+        victims_far,
+        timed_polls: seed.registry.poll_time_histogram
+            || (trace.is_some() && cfg!(not(magpie_no_trace))),
+        trace,
         index: seed.index,
         counters: seed.registry.counters[seed.index].clone(),
         rng: Cell::new(FastRand::for_worker(seed.index)),
@@ -711,6 +887,10 @@ pub(crate) fn run(seed: WorkerSeed) {
         },
     };
     set(&worker.counters.interval, u64::from(INITIAL_INTERVAL));
+    set(
+        &worker.counters.thread_id,
+        super::topology::current_thread_id(),
+    );
     CURRENT.with(|c| c.set(&worker));
     // Jobs and tasks catch their users' panics; a panic escaping here is a bug in magpie.
     let guard = AbortIfPanic;

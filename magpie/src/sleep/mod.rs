@@ -271,6 +271,16 @@ impl Sleep {
         }
     }
 
+    /// Parks a worker that `set_active_workers` took out of service until a plain wake
+    /// ([`Sleep::wake_worker`]) or `timeout`. Its idle bit stays clear and it keeps counting
+    /// as unparked, so notifiers never pick it for work (it would take none) and their
+    /// saturation check stays exact for the active workers.
+    pub(crate) fn park_retired(&self, worker: usize, timeout: Duration) {
+        let parker = &self.parkers[worker];
+        parker.park(Some(timeout));
+        parker.take_plain();
+    }
+
     #[allow(dead_code)]
     pub(crate) fn num_workers(&self) -> usize {
         self.num_workers

@@ -65,6 +65,7 @@ pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<Coop> {
     LEFT.with(|left| match left.get() {
         None => Poll::Ready(Coop { spent: false }),
         Some(0) => {
+            count_forced_yield();
             cx.waker().wake_by_ref();
             Poll::Pending
         }
@@ -73,6 +74,20 @@ pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<Coop> {
             Poll::Ready(Coop { spent: true })
         }
     })
+}
+
+/// Counts a poll made to yield on the current worker's statistics.
+#[cold]
+fn count_forced_yield() {
+    #[cfg(not(loom))]
+    {
+        let worker = crate::runtime::worker::WorkerThread::current();
+        // SAFETY: a non-null current worker is live for the duration of this call, which
+        // runs on its thread.
+        if let Some(worker) = unsafe { worker.as_ref() } {
+            worker.count_forced_yield();
+        }
+    }
 }
 
 /// Whether the running poll still has budget (tests and statistics).
