@@ -93,18 +93,27 @@ impl Timeline {
         };
         let (mut start, mut end) = (f64::INFINITY, f64::NEG_INFINITY);
         for e in file.trace_events {
-            let lane = lanes.entry(e.tid).or_default();
+            // Only events drawn in a lane make one (not, say, the process's name).
             match (e.ph.as_str(), e.cat.as_str()) {
                 ("M", _) if e.name == "thread_name" => {
-                    lane.name = e.args["name"].as_str().map(str::to_string);
+                    lanes.entry(e.tid).or_default().name =
+                        e.args["name"].as_str().map(str::to_string);
                     continue;
                 }
                 ("X", "task" | "job") => {
-                    lane.busy.push((e.ts, e.ts + e.dur));
+                    lanes
+                        .entry(e.tid)
+                        .or_default()
+                        .busy
+                        .push((e.ts, e.ts + e.dur));
                     counts.busy_spans += 1;
                 }
                 ("X", "park") => {
-                    lane.parked.push((e.ts, e.ts + e.dur));
+                    lanes
+                        .entry(e.tid)
+                        .or_default()
+                        .parked
+                        .push((e.ts, e.ts + e.dur));
                     counts.park_spans += 1;
                 }
                 ("i" | "I", "steal") => {
@@ -122,7 +131,7 @@ impl Timeline {
                     }
                 }
                 ("i" | "I", "inject") => {
-                    lane.injects.push(e.ts);
+                    lanes.entry(e.tid).or_default().injects.push(e.ts);
                     counts.inject_pulls += 1;
                 }
                 _ => {
@@ -415,6 +424,7 @@ mod tests {
     use super::*;
 
     const SAMPLE: &str = r#"{"traceEvents":[
+ {"name":"process_name","ph":"M","pid":1,"args":{"name":"magpie runtime 1"}},
  {"name":"thread_name","ph":"M","pid":1,"tid":0,"args":{"name":"worker 0"}},
  {"name":"poll","cat":"task","ph":"X","pid":1,"tid":0,"ts":12.345,"dur":3.2,"args":{"task":17}},
  {"name":"job","cat":"job","ph":"X","pid":1,"tid":1,"ts":15.0,"dur":40.1},
@@ -428,7 +438,8 @@ mod tests {
     fn parses_the_sample() {
         let t = Timeline::parse(SAMPLE).unwrap();
         assert_eq!(t.workers(), 2);
-        assert_eq!(t.counts.total, 7);
+        assert_eq!(t.counts.total, 8);
+        assert_eq!(t.counts.ignored, 1);
         assert_eq!(t.counts.busy_spans, 3);
         assert_eq!(t.counts.park_spans, 1);
         assert_eq!(t.counts.steals, 1);

@@ -160,7 +160,6 @@ fn record(args: &TraceArgs) -> Result<(PathBuf, String), Failure> {
 }
 
 /// A runtime of `workers` workers that records events.
-#[cfg(feature = "trace")]
 fn traced_runtime(workers: usize) -> Result<Runtime, Failure> {
     Ok(Runtime::builder()
         .worker_threads(workers)
@@ -168,23 +167,7 @@ fn traced_runtime(workers: usize) -> Result<Runtime, Failure> {
         .build()?)
 }
 
-#[cfg(feature = "trace")]
 fn export(rt: &Runtime, path: &Path) -> Result<(), Failure> {
     rt.trace_export(path)
         .map_err(|e| Failure::Run(format!("cannot write {}: {e}", path.display())))
-}
-
-// Until the runtime can record traces, `magpie trace` can only draw one it is given.
-#[cfg(not(feature = "trace"))]
-fn traced_runtime(_workers: usize) -> Result<Runtime, Failure> {
-    Err(Failure::Run(
-        "this build cannot record traces (the runtime has no Runtime::trace_export yet); \
-         draw an existing one with --input FILE"
-            .into(),
-    ))
-}
-
-#[cfg(not(feature = "trace"))]
-fn export(_rt: &Runtime, _path: &Path) -> Result<(), Failure> {
-    unreachable!("traced_runtime fails first")
 }
