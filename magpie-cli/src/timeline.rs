@@ -24,6 +24,9 @@ use crate::svg::Svg;
 struct TraceFile {
     #[serde(rename = "traceEvents")]
     trace_events: Vec<Event>,
+    /// magpie puts `events_lost` here: events its trace rings overwrote before the export.
+    #[serde(rename = "otherData", default)]
+    other_data: serde_json::Value,
 }
 
 #[derive(Debug, Deserialize)]
@@ -52,6 +55,8 @@ pub(crate) struct Counts {
     pub(crate) steals: usize,
     pub(crate) inject_pulls: usize,
     pub(crate) ignored: usize,
+    /// Events the runtime's trace rings overwrote before the export (its `events_lost`).
+    pub(crate) lost: u64,
 }
 
 /// One worker's lane.
@@ -89,6 +94,7 @@ impl Timeline {
         let mut steals = Vec::new();
         let mut counts = Counts {
             total: file.trace_events.len(),
+            lost: file.other_data["events_lost"].as_u64().unwrap_or(0),
             ..Counts::default()
         };
         let (mut start, mut end) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -193,7 +199,23 @@ impl Timeline {
                 lane.parked.len(),
                 lane.injects.len()
             ));
+            // With events lost, a lane's record starts at its oldest surviving span: draw
+            // nothing before it rather than guess.
+            let known_from = if self.counts.lost > 0 {
+                lane.busy
+                    .iter()
+                    .chain(&lane.parked)
+                    .map(|s| s.0)
+                    .min_by(f64::total_cmp)
+                    .map_or(0, |t| layout.column(t))
+            } else {
+                0
+            };
             for (state, from, to) in layout.runs(lane) {
+                if to <= known_from {
+                    continue;
+                }
+                let from = from.max(known_from);
                 let class = match state {
                     State::Busy => "busy",
                     State::Parked => "park",

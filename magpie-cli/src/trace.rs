@@ -109,6 +109,13 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
         c.steals,
         c.inject_pulls
     )?;
+    if c.lost > 0 {
+        writeln!(
+            out,
+            "{} older events were overwritten before the export: the timeline starts late",
+            c.lost
+        )?;
+    }
     if args.input.is_none() {
         writeln!(out, "wrote {}", report.trace.display())?;
     }
