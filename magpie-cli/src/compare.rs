@@ -24,7 +24,7 @@ pub(crate) struct CompareArgs {
     #[command(flatten)]
     common: CommonArgs,
     /// Tasks per pattern.
-    #[arg(long, default_value_t = 5_000, value_parser = task_count())]
+    #[arg(long, default_value_t = 4_000, value_parser = task_count())]
     tasks: usize,
     /// Run only this pattern [default: all four].
     #[arg(long, value_enum)]
