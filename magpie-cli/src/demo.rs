@@ -1,254 +1,302 @@
-//! `magpie demo`: three fork-join workloads on the default runtime, then a per-worker table.
+//! `magpie demo`: the task pool's load-balancing scenario on the default runtime.
+//!
+//! Half the tasks are heavy and all of them are queued on worker 0 (`submit_to(0, ..)`); the
+//! other half are light and go through the inject queue (`submit`). Without stealing, worker
+//! 0 would run every heavy task while the others finish the light ones and sit idle. The
+//! main thread redraws a live view from `Runtime::stats` every 100 ms while a helper thread
+//! waits for the runtime to go idle, then prints what each worker did and how close the run
+//! came to the ideal makespan (total work spread evenly over the workers).
 
-use std::time::Duration;
-
-use std::io::{self, Write};
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 use clap::Args;
-use magpie::{Stats, WorkerStats};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use magpie::{Runtime, Stats};
 
-use crate::timed;
+use crate::report::{ms, write_json, Failure, Table, WorkerDelta};
+use crate::workload::{spin, SplitMix64};
+use crate::{task_count, CommonArgs};
 
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
-    /// Compute fib(N) with a `join` at every call.
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=40))]
-    fib: u32,
-    /// Sort this many random numbers with a join-based quicksort.
-    #[arg(long, default_value_t = 4_000_000, value_parser = clap::value_parser!(u64).range(1..=200_000_000))]
-    sort: u64,
-    /// Print the results and statistics as JSON instead of tables.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Tasks in all: half heavy (all queued on worker 0), half light (spread).
+    #[arg(long, default_value_t = 100, value_parser = task_count())]
+    tasks: usize,
+    /// Work of a heavy task in microseconds (each varies by ±20%).
+    #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u64).range(1..=60_000_000))]
+    heavy_us: u64,
+    /// Work of a light task in microseconds (each varies by ±20%).
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=60_000_000))]
+    light_us: u64,
 }
 
-/// One workload's outcome.
+/// One worker's row of the final table.
 #[derive(Debug, serde::Serialize)]
-struct Outcome {
-    name: String,
-    result: String,
-    millis: f64,
+struct Row {
+    worker: usize,
+    tasks: u64,
+    heavy: u64,
+    stolen: u64,
+    steal_operations: u64,
+    busy_percent: f64,
+    parks: u64,
 }
 
-pub(crate) fn run(args: &DemoArgs, out: &mut impl Write) -> Result<(), String> {
-    let workers = magpie::current_num_workers();
-    if !args.json {
+/// The `--json` report.
+#[derive(Debug, serde::Serialize)]
+struct Report {
+    workers: usize,
+    tasks: usize,
+    heavy_tasks: usize,
+    light_tasks: usize,
+    makespan_ms: f64,
+    ideal_ms: f64,
+    ratio: f64,
+    per_worker: Vec<Row>,
+    stats: Stats,
+}
+
+pub(crate) fn run(args: &DemoArgs, out: &mut impl Write) -> Result<(), Failure> {
+    // The README's command runs on the embedded default runtime; `--workers` configures it
+    // before its first use.
+    if let Some(n) = args.common.workers {
+        Runtime::builder().worker_threads(n).build_global()?;
+    }
+    let rt: &'static Runtime = magpie::default_runtime();
+    let workers = rt.num_workers();
+
+    // Durations first, so drawing them is not timed.
+    let scenario = Scenario::generate(
+        args.tasks,
+        Duration::from_micros(args.heavy_us),
+        Duration::from_micros(args.light_us),
+        args.common.seed,
+    );
+    let heavy_count = scenario.heavy.len();
+    let ideal = scenario.total_work() / workers as u32;
+    // Which worker ran each heavy task: the live view cannot tell heavy from light.
+    let heavy_by_worker: Arc<Vec<AtomicU64>> =
+        Arc::new((0..workers).map(|_| AtomicU64::new(0)).collect());
+
+    if !args.common.json {
         writeln!(
             out,
-            "magpie demo: fork-join on the default runtime, {workers} workers"
-        )
-        .map_err(write_error)?;
-        writeln!(
-            out,
-            "(set MAGPIE_WORKER_THREADS to change the worker count)\n"
-        )
-        .map_err(write_error)?;
+            "magpie demo: {heavy_count} heavy tasks (~{:.1} ms) all queued on worker 0, {} light \
+             (~{:.1} ms) spread; {workers} workers\n",
+            args.heavy_us as f64 / 1e3,
+            scenario.light.len(),
+            args.light_us as f64 / 1e3,
+        )?;
+        out.flush()?;
     }
-    let before = global_stats();
+    let live = (!args.common.json && std::io::stdout().is_terminal())
+        .then(|| LiveView::new(workers, args.tasks as u64));
 
-    let mut outcomes = Vec::new();
+    let before = rt.stats();
+    let start = Instant::now();
+    scenario.submit(rt, &heavy_by_worker)?;
 
-    let (value, took) = timed(|| fib(u64::from(args.fib)));
-    let (expected, sequential) = timed(|| fib_sequential(u64::from(args.fib)));
-    if value != expected {
-        return Err(format!(
-            "fib({}) gave {value}, expected {expected}",
-            args.fib
-        ));
-    }
-    outcomes.push(outcome(
-        &format!("fib({}), join at every call", args.fib),
-        value,
-        took,
-    ));
-    outcomes.push(outcome("  same, sequential", expected, sequential));
-
-    let mut data = random_u32s(args.sort as usize, 0x5EED);
-    let (_, took) = timed(|| quicksort(&mut data));
-    if !data.windows(2).all(|w| w[0] <= w[1]) {
-        return Err("quicksort produced an unsorted result".into());
-    }
-    outcomes.push(outcome(
-        &format!("quicksort of {} u32", args.sort),
-        "sorted",
-        took,
-    ));
-
-    let mut squares = vec![0u64; 1 << 22];
-    let (_, took) = timed(|| {
-        magpie::scope(|s| {
-            for (i, chunk) in squares.chunks_mut(1 << 14).enumerate() {
-                s.spawn(move |_| {
-                    for (j, x) in chunk.iter_mut().enumerate() {
-                        let n = (i << 14 | j) as u64;
-                        *x = n * n;
-                    }
-                });
-            }
-        })
+    // A helper thread waits, so this one can redraw the live view meanwhile.
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        rt.wait_idle();
+        let _ = done_tx.send(Instant::now());
     });
-    if let Some(i) = (0..squares.len()).find(|&i| squares[i] != (i as u64) * (i as u64)) {
-        return Err(format!("scope demo: square {i} is wrong"));
+    let end = loop {
+        match done_rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(end) => break end,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(view) = &live {
+                    view.update(&WorkerDelta::between(&rt.stats(), &before));
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(Failure::Run("the waiting thread died".into()))
+            }
+        }
+    };
+    let makespan = end - start;
+    let after = rt.stats();
+    let deltas = WorkerDelta::between(&after, &before);
+    if let Some(view) = live {
+        view.finish(&deltas);
     }
-    outcomes.push(outcome(
-        "scope: 256 spawns fill 4M squares",
-        "verified",
-        took,
-    ));
 
-    let stats = delta(&global_stats(), &before);
-    if args.json {
-        let json = serde_json::json!({ "workers": workers, "workloads": outcomes, "stats": stats });
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?
-        )
-        .map_err(write_error)?;
+    let rows: Vec<Row> = deltas
+        .iter()
+        .enumerate()
+        .map(|(i, d)| Row {
+            worker: i,
+            tasks: d.tasks,
+            heavy: heavy_by_worker[i].load(Relaxed),
+            stolen: d.stolen,
+            steal_operations: d.steal_operations,
+            busy_percent: d.busy_percent(),
+            parks: d.parks,
+        })
+        .collect();
+    let report = Report {
+        workers,
+        tasks: args.tasks,
+        heavy_tasks: heavy_count,
+        light_tasks: args.tasks - heavy_count,
+        makespan_ms: ms(makespan),
+        ideal_ms: ms(ideal),
+        ratio: makespan.as_secs_f64() / ideal.as_secs_f64().max(1e-9),
+        per_worker: rows,
+        stats: after,
+    };
+    if args.common.json {
+        write_json(out, &report)
     } else {
-        print_outcomes(out, &outcomes).map_err(write_error)?;
-        print_stats(out, &stats).map_err(write_error)?;
+        print_report(out, &report)
     }
+}
+
+/// The demo's tasks: heavy ones for worker 0's mailbox, light ones for the inject queue.
+#[derive(Debug, Clone)]
+pub(crate) struct Scenario {
+    pub(crate) heavy: Vec<Duration>,
+    pub(crate) light: Vec<Duration>,
+}
+
+impl Scenario {
+    /// `tasks / 2` heavy tasks and the rest light, each duration within ±20% of its mean.
+    pub(crate) fn generate(tasks: usize, heavy: Duration, light: Duration, seed: u64) -> Scenario {
+        let mut rng = SplitMix64::new(seed);
+        let heavy_count = tasks / 2;
+        Scenario {
+            heavy: (0..heavy_count).map(|_| rng.jitter(heavy, 0.2)).collect(),
+            light: (heavy_count..tasks)
+                .map(|_| rng.jitter(light, 0.2))
+                .collect(),
+        }
+    }
+
+    pub(crate) fn total_work(&self) -> Duration {
+        self.heavy.iter().chain(&self.light).sum()
+    }
+
+    /// Queues every heavy task on worker 0 and submits the light ones; a heavy task counts
+    /// itself in `heavy_by_worker[i]` for the worker `i` that ran it. Returns at once: the
+    /// caller waits with `Runtime::wait_idle`.
+    pub(crate) fn submit(
+        &self,
+        rt: &Runtime,
+        heavy_by_worker: &Arc<Vec<AtomicU64>>,
+    ) -> Result<(), Failure> {
+        for &d in &self.heavy {
+            let counts = Arc::clone(heavy_by_worker);
+            let handle = rt
+                .submit_to(0, move || {
+                    spin(d);
+                    if let Some(i) = magpie::current_worker_index() {
+                        counts[i].fetch_add(1, Relaxed);
+                    }
+                })
+                .map_err(|e| Failure::Run(e.to_string()))?;
+            // Dropping a handle detaches the task; `wait_idle` waits for it.
+            drop(handle);
+        }
+        for &d in &self.light {
+            drop(rt.submit(move || spin(d)));
+        }
+        Ok(())
+    }
+}
+
+fn print_report(out: &mut impl Write, report: &Report) -> Result<(), Failure> {
+    let mut table = Table::new(["worker", "tasks", "heavy", "stolen", "busy %", "parks"]);
+    for r in &report.per_worker {
+        table.row([
+            r.worker.to_string(),
+            r.tasks.to_string(),
+            r.heavy.to_string(),
+            r.stolen.to_string(),
+            format!("{:.1}", r.busy_percent),
+            r.parks.to_string(),
+        ]);
+    }
+    table.write(out)?;
+    let stolen: u64 = report.per_worker.iter().map(|r| r.stolen).sum();
+    writeln!(
+        out,
+        "\n{} tasks, {stolen} stolen. Total {:.1} ms; ideal {:.1} ms (all task work / {} \
+         workers): {:.3}x the ideal.",
+        report.tasks, report.makespan_ms, report.ideal_ms, report.workers, report.ratio
+    )?;
+    writeln!(
+        out,
+        "(busy % is the share of the run a worker was awake: running tasks or looking for one.)"
+    )?;
     Ok(())
 }
 
-/// Writing the report failed; a closed pipe (`magpie demo | head`) is not worth a message.
-fn write_error(err: io::Error) -> String {
-    if err.kind() == io::ErrorKind::BrokenPipe {
-        String::new()
-    } else {
-        format!("cannot write the report: {err}")
-    }
+/// The live view: one bar for all tasks, one per worker (up to [`LiveView::MAX_BARS`]).
+#[derive(Debug)]
+struct LiveView {
+    multi: MultiProgress,
+    total: ProgressBar,
+    workers: Vec<ProgressBar>,
 }
 
-fn outcome(name: &str, result: impl ToString, took: Duration) -> Outcome {
-    Outcome {
-        name: name.to_string(),
-        result: result.to_string(),
-        millis: took.as_secs_f64() * 1e3,
-    }
-}
+impl LiveView {
+    /// More bars than this would not fit a terminal; the table shows every worker anyway.
+    const MAX_BARS: usize = 16;
 
-fn global_stats() -> Stats {
-    // The default runtime is the one the free functions use from this (non-worker) thread.
-    magpie::default_runtime().stats()
-}
-
-/// Counts between two snapshots of the same runtime.
-fn delta(after: &Stats, before: &Stats) -> Vec<WorkerStats> {
-    after
-        .workers
-        .iter()
-        .zip(&before.workers)
-        .map(|(a, b)| {
-            let mut d = a.clone();
-            d.jobs_executed -= b.jobs_executed;
-            d.jobs_stolen -= b.jobs_stolen;
-            d.steal_attempts -= b.steal_attempts;
-            d.parks -= b.parks;
-            d.unparks -= b.unparks;
-            d
-        })
-        .collect()
-}
-
-fn print_outcomes(out: &mut impl Write, outcomes: &[Outcome]) -> io::Result<()> {
-    writeln!(out, "{:<40} {:>16} {:>12}", "workload", "result", "time")?;
-    for o in outcomes {
-        writeln!(out, "{:<40} {:>16} {:>9.2} ms", o.name, o.result, o.millis)?;
-    }
-    writeln!(out)
-}
-
-fn print_stats(out: &mut impl Write, workers: &[WorkerStats]) -> io::Result<()> {
-    let total: u64 = workers.iter().map(|w| w.jobs_executed).sum::<u64>().max(1);
-    writeln!(
-        out,
-        "{:>6} {:>12} {:>8} {:>9} {:>7}  share of jobs",
-        "worker", "jobs", "stolen", "attempts", "parks"
-    )?;
-    for (i, w) in workers.iter().enumerate() {
-        let share = w.jobs_executed as f64 / total as f64;
-        let bar = "█".repeat((share * 40.0).round() as usize);
-        writeln!(
-            out,
-            "{:>6} {:>12} {:>8} {:>9} {:>7}  {bar} {:.0}%",
-            i,
-            w.jobs_executed,
-            w.jobs_stolen,
-            w.steal_attempts,
-            w.parks,
-            share * 100.0
-        )?;
-    }
-    let stolen: u64 = workers.iter().map(|w| w.jobs_stolen).sum();
-    writeln!(
-        out,
-        "\n{total} jobs queued, {stolen} stolen ({:.1}%). Joins deeper than a worker's reserve of \
-         stealable jobs ran inline and are not jobs (see ARCHITECTURE.md).",
-        stolen as f64 * 100.0 / total as f64
-    )
-}
-
-fn fib(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = magpie::join(|| fib(n - 1), || fib(n - 2));
-    a + b
-}
-
-fn fib_sequential(n: u64) -> u64 {
-    if n < 2 {
-        n
-    } else {
-        fib_sequential(n - 1) + fib_sequential(n - 2)
-    }
-}
-
-fn random_u32s(len: usize, seed: u64) -> Vec<u32> {
-    let mut state = seed | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 32) as u32
-        })
-        .collect()
-}
-
-fn quicksort(v: &mut [u32]) {
-    if v.len() <= 4096 {
-        v.sort_unstable();
-        return;
-    }
-    let mid = partition(v);
-    let (lo, hi) = v.split_at_mut(mid);
-    magpie::join(|| quicksort(lo), || quicksort(&mut hi[1..]));
-}
-
-/// Lomuto partition around the median of three; returns the pivot's final index.
-fn partition(v: &mut [u32]) -> usize {
-    let last = v.len() - 1;
-    let mid = v.len() / 2;
-    if v[mid] < v[0] {
-        v.swap(mid, 0);
-    }
-    if v[last] < v[0] {
-        v.swap(last, 0);
-    }
-    if v[mid] < v[last] {
-        v.swap(mid, last);
-    }
-    let pivot = v[last];
-    let mut store = 0;
-    for i in 0..last {
-        if v[i] < pivot {
-            v.swap(i, store);
-            store += 1;
+    fn new(workers: usize, tasks: u64) -> LiveView {
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stdout_with_hz(20));
+        let total_style = ProgressStyle::with_template(
+            "{prefix:>9} [{bar:32.green/white}] {pos:>6}/{len} done  {msg}",
+        )
+        .expect("a valid template")
+        .progress_chars("=> ");
+        let worker_style =
+            ProgressStyle::with_template("{prefix:>9} [{bar:32.cyan/white}] {pos:>6} tasks  {msg}")
+                .expect("a valid template")
+                .progress_chars("=> ");
+        let total = multi.add(
+            ProgressBar::new(tasks)
+                .with_style(total_style)
+                .with_prefix("all"),
+        );
+        let workers = (0..workers.min(Self::MAX_BARS))
+            .map(|i| {
+                multi.add(
+                    ProgressBar::new(tasks)
+                        .with_style(worker_style.clone())
+                        .with_prefix(format!("worker {i}")),
+                )
+            })
+            .collect();
+        LiveView {
+            multi,
+            total,
+            workers,
         }
     }
-    v.swap(store, last);
-    store
+
+    fn update(&self, deltas: &[WorkerDelta]) {
+        let done: u64 = deltas.iter().map(|d| d.tasks).sum();
+        let stolen: u64 = deltas.iter().map(|d| d.stolen).sum();
+        self.total.set_position(done);
+        self.total.set_message(format!("{stolen} stolen"));
+        for (bar, d) in self.workers.iter().zip(deltas) {
+            bar.set_position(d.tasks);
+            bar.set_message(format!("{} stolen", d.stolen));
+        }
+    }
+
+    fn finish(self, deltas: &[WorkerDelta]) {
+        self.update(deltas);
+        for bar in self.workers.iter().chain([&self.total]) {
+            bar.finish();
+        }
+        let _ = self.multi.clear();
+    }
 }

@@ -1,14 +1,30 @@
 //! `magpie`: shows the magpie scheduler at work.
 //!
-//! `magpie demo` runs fork-join workloads on the default runtime and prints what every
-//! worker did.
+//! - `magpie demo`: the task pool's load-balancing scenario, heavy tasks all queued on worker
+//!   0 and light ones spread, with a live view of the steals that even the load out.
+//! - `magpie compare`: work stealing against three schedules without it, on the four
+//!   workload patterns.
+//! - `magpie scale`: the scaling table, 1, 2, 4, … workers on the same tasks.
+//! - `magpie trace`: a traced run drawn as a per-worker timeline (SVG).
+//!
+//! Every subcommand takes `--workers`, `--tasks`, `--seed` and `--json`. Bad arguments exit
+//! with status 2 and a message, from clap or as `magpie: <message>`.
 
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
+mod baseline;
+mod compare;
 mod demo;
+mod report;
+mod scale;
+mod svg;
+mod timeline;
+mod trace;
+mod workload;
+
+use report::Failure;
 
 /// The magpie work-stealing runtime, at work on your machine.
 #[derive(Debug, Parser)]
@@ -20,30 +36,76 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run fork-join workloads on the default runtime and show per-worker statistics.
+    /// Heavy tasks all queued on worker 0, light ones spread: watch the others steal.
     Demo(demo::DemoArgs),
+    /// Work stealing against round-robin, a central queue and static partitioning.
+    Compare(compare::CompareArgs),
+    /// The same tasks on 1, 2, 4, … workers: speedup, efficiency, load balance.
+    Scale(scale::ScaleArgs),
+    /// Record a traced run and draw each worker's timeline as an SVG.
+    Trace(trace::TraceArgs),
+}
+
+/// Options every subcommand takes (`--tasks` is each subcommand's own: its default differs).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct CommonArgs {
+    /// Worker threads [default: one per CPU, or MAGPIE_WORKER_THREADS].
+    #[arg(long, value_parser = worker_count())]
+    pub(crate) workers: Option<usize>,
+    /// Seed for the task durations: the same seed gives the same workload.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub(crate) seed: u64,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+impl CommonArgs {
+    /// The worker count asked for, or the one a default runtime would have.
+    pub(crate) fn workers_or_default(&self) -> usize {
+        self.workers.unwrap_or_else(default_workers)
+    }
+}
+
+/// The parser for a worker count: 1 to [`magpie::MAX_WORKERS`].
+pub(crate) fn worker_count() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(1..=magpie::MAX_WORKERS as u64)
+}
+
+/// The parser for a task count: 1 to ten million.
+pub(crate) fn task_count() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000_000)
+}
+
+/// `MAGPIE_WORKER_THREADS` if set to a positive number, else the available parallelism: the
+/// same rule as the runtime builder's, so baselines get as many threads as magpie workers.
+pub(crate) fn default_workers() -> usize {
+    std::env::var("MAGPIE_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 fn main() -> ExitCode {
     // clap exits with status 2 and a clear message on bad arguments.
     let cli = Cli::parse();
+    let out = &mut std::io::stdout().lock();
     let result = match cli.command {
-        Command::Demo(args) => demo::run(&args, &mut std::io::stdout().lock()),
+        Command::Demo(args) => demo::run(&args, out),
+        Command::Compare(args) => compare::run(&args, out),
+        Command::Scale(args) => scale::run(&args, out),
+        Command::Trace(args) => trace::run(&args, out),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        // An empty message: the reader went away (a closed pipe); nothing to report.
-        Err(message) if message.is_empty() => ExitCode::SUCCESS,
-        Err(message) => {
+        Ok(()) | Err(Failure::ClosedPipe) => ExitCode::SUCCESS,
+        Err(Failure::Usage(message)) => {
+            eprintln!("magpie: {message}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Run(message)) => {
             eprintln!("magpie: {message}");
             ExitCode::FAILURE
         }
     }
-}
-
-/// Runs `f` and returns its result and how long it took.
-fn timed<R>(f: impl FnOnce() -> R) -> (R, Duration) {
-    let start = Instant::now();
-    let result = f();
-    (result, start.elapsed())
 }

@@ -1,0 +1,175 @@
+//! Report plumbing the subcommands share: plain-text tables, JSON, and failures.
+//!
+//! A [`Table`] collects rows of already formatted cells and prints them with every column as
+//! wide as its widest cell: the first column left-aligned (a name), the rest right-aligned
+//! (numbers).
+
+use std::io::{self, Write};
+
+/// A text table: a header and rows of formatted cells.
+#[derive(Debug)]
+pub(crate) struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub(crate) fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
+        Table {
+            header: header.into_iter().map(Into::into).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub(crate) fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
+        self.rows.push(cells.into_iter().map(Into::into).collect());
+    }
+
+    pub(crate) fn write(&self, out: &mut impl Write) -> io::Result<()> {
+        let columns = self.header.len();
+        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let line = |out: &mut dyn Write, cells: &[String]| -> io::Result<()> {
+            let mut text = String::new();
+            for (i, (cell, width)) in cells.iter().zip(&widths).enumerate().take(columns) {
+                if i == 0 {
+                    text.push_str(&format!("{cell:<width$}"));
+                } else {
+                    text.push_str(&format!("  {cell:>width$}"));
+                }
+            }
+            writeln!(out, "{}", text.trim_end())
+        };
+        line(out, &self.header)?;
+        let rule: usize = widths.iter().sum::<usize>() + 2 * columns.saturating_sub(1);
+        writeln!(out, "{}", "-".repeat(rule))?;
+        for row in &self.rows {
+            line(out, row)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a subcommand failed; `main` prints it as `magpie: <message>`.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// A bad argument that clap's parsers could not catch: exit status 2, like clap's own.
+    Usage(String),
+    /// Anything else: exit status 1.
+    Run(String),
+    /// The reader of stdout went away (`magpie compare | head`): nothing to report.
+    ClosedPipe,
+}
+
+impl From<io::Error> for Failure {
+    fn from(err: io::Error) -> Failure {
+        if err.kind() == io::ErrorKind::BrokenPipe {
+            Failure::ClosedPipe
+        } else {
+            Failure::Run(format!("cannot write the report: {err}"))
+        }
+    }
+}
+
+impl From<magpie::BuildError> for Failure {
+    fn from(err: magpie::BuildError) -> Failure {
+        Failure::Run(format!("cannot start the runtime: {err}"))
+    }
+}
+
+impl From<serde_json::Error> for Failure {
+    fn from(err: serde_json::Error) -> Failure {
+        Failure::Run(format!("cannot encode JSON: {err}"))
+    }
+}
+
+/// Prints `value` as pretty JSON on one object.
+pub(crate) fn write_json(
+    out: &mut impl Write,
+    value: &impl serde::Serialize,
+) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value)?;
+    writeln!(out, "{text}")?;
+    Ok(())
+}
+
+/// Milliseconds, as a float, for reports.
+pub(crate) fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// What one worker did between two snapshots of the same runtime's [`magpie::Stats`].
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub(crate) struct WorkerDelta {
+    pub(crate) tasks: u64,
+    pub(crate) stolen: u64,
+    pub(crate) steal_operations: u64,
+    pub(crate) parks: u64,
+    pub(crate) busy_ns: u64,
+    pub(crate) idle_ns: u64,
+}
+
+impl WorkerDelta {
+    /// One row per worker: `after - before` (the counters are cumulative).
+    pub(crate) fn between(after: &magpie::Stats, before: &magpie::Stats) -> Vec<WorkerDelta> {
+        let zero = magpie::WorkerStats::default();
+        after
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let b = before.workers.get(i).unwrap_or(&zero);
+                WorkerDelta {
+                    tasks: a.tasks_executed - b.tasks_executed,
+                    stolen: a.tasks_stolen - b.tasks_stolen,
+                    steal_operations: a.steal_operations - b.steal_operations,
+                    parks: a.parks - b.parks,
+                    busy_ns: a.busy_time_ns - b.busy_time_ns,
+                    idle_ns: a.idle_time_ns - b.idle_time_ns,
+                }
+            })
+            .collect()
+    }
+
+    /// The share of the interval this worker was awake (running or looking for work), in
+    /// percent.
+    pub(crate) fn busy_percent(&self) -> f64 {
+        let total = self.busy_ns + self.idle_ns;
+        if total == 0 {
+            0.0
+        } else {
+            self.busy_ns as f64 * 100.0 / total as f64
+        }
+    }
+}
+
+/// Stolen tasks over executed ones, summed over workers; 0 when none ran.
+pub(crate) fn steal_rate(deltas: &[WorkerDelta]) -> f64 {
+    let tasks: u64 = deltas.iter().map(|d| d.tasks).sum();
+    let stolen: u64 = deltas.iter().map(|d| d.stolen).sum();
+    if tasks == 0 {
+        0.0
+    } else {
+        (stolen as f64 / tasks as f64).min(1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_line_up() {
+        let mut t = Table::new(["name", "n"]);
+        t.row(["a", "100"]);
+        t.row(["longer", "2"]);
+        let mut out = Vec::new();
+        t.write(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, "name      n\n-----------\na       100\nlonger    2\n");
+    }
+}

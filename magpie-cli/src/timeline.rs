@@ -1,0 +1,509 @@
+//! Reads a Chrome trace (the JSON `Runtime::trace_export` writes) and draws it as a timeline:
+//! one lane per worker, time left to right.
+//!
+//! Events understood (times in microseconds since the runtime started, `tid` = worker):
+//! `M` `thread_name` names a lane; `X` spans of category `task` or `job` are *busy* (nested
+//! spans count once), of category `park` are *parked*; time in a lane covered by neither is
+//! *awake and searching*. `i` instants of category `steal` (with `args.victim`) become arrows
+//! from the victim's lane to the thief's, of category `inject` small ticks. Anything else is
+//! counted and ignored.
+//!
+//! To keep the file small whatever the trace's length, each lane is drawn at pixel
+//! resolution: every pixel column takes the state that covers most of its time, and runs of
+//! equal columns become one rectangle, so a lane has at most one rectangle per pixel. Steal
+//! arrows and inject ticks are likewise drawn once per pixel column (and pair of lanes).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+
+use crate::svg::Svg;
+
+/// The trace file: Chrome's JSON object format.
+#[derive(Debug, Deserialize)]
+struct TraceFile {
+    #[serde(rename = "traceEvents")]
+    trace_events: Vec<Event>,
+    /// magpie puts `events_lost` here: events its trace rings overwrote before the export.
+    #[serde(rename = "otherData", default)]
+    other_data: serde_json::Value,
+}
+
+#[derive(Debug, Deserialize)]
+struct Event {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    cat: String,
+    ph: String,
+    #[serde(default)]
+    tid: u64,
+    #[serde(default)]
+    ts: f64,
+    #[serde(default)]
+    dur: f64,
+    #[serde(default)]
+    args: serde_json::Value,
+}
+
+/// How many events of each kind a trace held.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub(crate) struct Counts {
+    pub(crate) total: usize,
+    pub(crate) busy_spans: usize,
+    pub(crate) park_spans: usize,
+    pub(crate) steals: usize,
+    pub(crate) inject_pulls: usize,
+    pub(crate) ignored: usize,
+    /// Events the runtime's trace rings overwrote before the export (its `events_lost`).
+    pub(crate) lost: u64,
+}
+
+/// One worker's lane.
+#[derive(Debug, Default)]
+struct Lane {
+    name: Option<String>,
+    busy: Vec<(f64, f64)>,
+    parked: Vec<(f64, f64)>,
+    injects: Vec<f64>,
+}
+
+/// A steal: at `ts`, worker `thief` took `count` items from worker `victim`.
+#[derive(Debug)]
+struct Steal {
+    ts: f64,
+    thief: u64,
+    victim: u64,
+}
+
+/// A parsed trace.
+#[derive(Debug)]
+pub(crate) struct Timeline {
+    lanes: BTreeMap<u64, Lane>,
+    steals: Vec<Steal>,
+    start: f64,
+    end: f64,
+    pub(crate) counts: Counts,
+}
+
+impl Timeline {
+    /// Parses the text of a Chrome trace.
+    pub(crate) fn parse(json: &str) -> Result<Timeline, serde_json::Error> {
+        let file: TraceFile = serde_json::from_str(json)?;
+        let mut lanes: BTreeMap<u64, Lane> = BTreeMap::new();
+        let mut steals = Vec::new();
+        let mut counts = Counts {
+            total: file.trace_events.len(),
+            lost: file.other_data["events_lost"].as_u64().unwrap_or(0),
+            ..Counts::default()
+        };
+        let (mut start, mut end) = (f64::INFINITY, f64::NEG_INFINITY);
+        for e in file.trace_events {
+            // Only events drawn in a lane make one (not, say, the process's name).
+            match (e.ph.as_str(), e.cat.as_str()) {
+                ("M", _) if e.name == "thread_name" => {
+                    lanes.entry(e.tid).or_default().name =
+                        e.args["name"].as_str().map(str::to_string);
+                    continue;
+                }
+                ("X", "task" | "job") => {
+                    lanes
+                        .entry(e.tid)
+                        .or_default()
+                        .busy
+                        .push((e.ts, e.ts + e.dur));
+                    counts.busy_spans += 1;
+                }
+                ("X", "park") => {
+                    lanes
+                        .entry(e.tid)
+                        .or_default()
+                        .parked
+                        .push((e.ts, e.ts + e.dur));
+                    counts.park_spans += 1;
+                }
+                ("i" | "I", "steal") => {
+                    let victim = e.args["victim"].as_u64();
+                    if let Some(victim) = victim {
+                        steals.push(Steal {
+                            ts: e.ts,
+                            thief: e.tid,
+                            victim,
+                        });
+                        counts.steals += 1;
+                    } else {
+                        counts.ignored += 1;
+                        continue;
+                    }
+                }
+                ("i" | "I", "inject") => {
+                    lanes.entry(e.tid).or_default().injects.push(e.ts);
+                    counts.inject_pulls += 1;
+                }
+                _ => {
+                    counts.ignored += 1;
+                    continue;
+                }
+            }
+            start = start.min(e.ts);
+            end = end.max(e.ts + e.dur.max(0.0));
+        }
+        // A steal may name a victim that has no event of its own.
+        for s in &steals {
+            lanes.entry(s.victim).or_default();
+        }
+        if !start.is_finite() {
+            (start, end) = (0.0, 0.0);
+        }
+        Ok(Timeline {
+            lanes,
+            steals,
+            start,
+            end,
+            counts,
+        })
+    }
+
+    pub(crate) fn workers(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// The span of time the events cover, in microseconds.
+    pub(crate) fn duration_us(&self) -> f64 {
+        self.end - self.start
+    }
+
+    /// Draws the timeline `plot_width` pixels wide (plus margins).
+    pub(crate) fn render(&self, plot_width: usize, title: &str) -> String {
+        let layout = Layout::new(self, plot_width);
+        let mut svg = Svg::new(layout.width, layout.height, STYLE);
+        svg.raw(
+            "<defs><marker id=\"arrow\" viewBox=\"0 0 6 6\" refX=\"5\" refY=\"3\" \
+             markerWidth=\"5\" markerHeight=\"5\" orient=\"auto\">\
+             <path d=\"M0,0 L6,3 L0,6 z\" fill=\"#c0392b\"/></marker></defs>",
+        );
+        svg.text("title", MARGIN_LEFT, 22.0, "start", title);
+        for (row, (tid, lane)) in self.lanes.iter().enumerate() {
+            let y = layout.lane_y(row);
+            let label = lane.name.clone().unwrap_or_else(|| format!("worker {tid}"));
+            svg.text(
+                "label",
+                MARGIN_LEFT - 8.0,
+                y + LANE_HEIGHT * 0.7,
+                "end",
+                &label,
+            );
+            svg.group_titled(&format!(
+                "{label}: {} busy spans, {} parked spans, {} inject pulls",
+                lane.busy.len(),
+                lane.parked.len(),
+                lane.injects.len()
+            ));
+            // With events lost, a lane's record starts at its oldest surviving span: draw
+            // nothing before it rather than guess.
+            let known_from = if self.counts.lost > 0 {
+                lane.busy
+                    .iter()
+                    .chain(&lane.parked)
+                    .map(|s| s.0)
+                    .min_by(f64::total_cmp)
+                    .map_or(0, |t| layout.column(t))
+            } else {
+                0
+            };
+            for (state, from, to) in layout.runs(lane) {
+                if to <= known_from {
+                    continue;
+                }
+                let from = from.max(known_from);
+                let class = match state {
+                    State::Busy => "busy",
+                    State::Parked => "park",
+                    State::Searching => "search",
+                };
+                svg.rect(
+                    class,
+                    MARGIN_LEFT + from as f64,
+                    y,
+                    (to - from) as f64,
+                    LANE_HEIGHT,
+                );
+            }
+            let ticks: BTreeSet<usize> = lane.injects.iter().map(|&t| layout.column(t)).collect();
+            for x in ticks {
+                let x = MARGIN_LEFT + x as f64 + 0.5;
+                svg.line("inject", x, y - 4.0, x, y + 4.0);
+            }
+            svg.end_group();
+        }
+        self.draw_steals(&mut svg, &layout);
+        layout.draw_axis(&mut svg);
+        layout.draw_legend(&mut svg);
+        svg.finish()
+    }
+
+    fn draw_steals(&self, svg: &mut Svg, layout: &Layout) {
+        let rows: BTreeMap<u64, usize> = self
+            .lanes
+            .keys()
+            .enumerate()
+            .map(|(r, &t)| (t, r))
+            .collect();
+        let arrows: BTreeSet<(usize, usize, usize)> = self
+            .steals
+            .iter()
+            .map(|s| (layout.column(s.ts), rows[&s.victim], rows[&s.thief]))
+            .collect();
+        for (x, victim, thief) in arrows {
+            let x = MARGIN_LEFT + x as f64 + 0.5;
+            let centre = |row| layout.lane_y(row) + LANE_HEIGHT / 2.0;
+            if victim == thief {
+                svg.line("steal", x, centre(thief) - 6.0, x, centre(thief) + 6.0);
+            } else {
+                svg.line("steal", x, centre(victim), x, centre(thief));
+            }
+        }
+    }
+}
+
+/// What a worker was doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Busy,
+    Parked,
+    Searching,
+}
+
+const MARGIN_LEFT: f64 = 90.0;
+const MARGIN_RIGHT: f64 = 30.0;
+const TOP: f64 = 40.0;
+const LANE_HEIGHT: f64 = 22.0;
+const LANE_GAP: f64 = 12.0;
+const AXIS_HEIGHT: f64 = 34.0;
+const LEGEND_HEIGHT: f64 = 30.0;
+
+const STYLE: &str = ".busy{fill:#2e86c1}.search{fill:#f4d03f}.park{fill:#d5d8dc}\
+.steal{stroke:#c0392b;stroke-width:1;marker-end:url(#arrow)}.inject{stroke:#1e8449;stroke-width:1}\
+.axis{stroke:#555;stroke-width:1}.grid{stroke:#bbb;stroke-width:0.5;stroke-dasharray:2,3}\
+.title{font-size:15px;font-weight:bold}.label{font-size:12px}.tick{font-size:11px;fill:#333}";
+
+/// Where things go on the page.
+#[derive(Debug)]
+struct Layout {
+    start: f64,
+    /// Microseconds per pixel column.
+    scale: f64,
+    columns: usize,
+    lanes: usize,
+    width: f64,
+    height: f64,
+}
+
+impl Layout {
+    fn new(timeline: &Timeline, plot_width: usize) -> Layout {
+        let lanes = timeline.lanes.len();
+        let columns = plot_width.max(1);
+        Layout {
+            start: timeline.start,
+            scale: (timeline.duration_us() / columns as f64).max(1e-9),
+            columns,
+            lanes,
+            width: MARGIN_LEFT + columns as f64 + MARGIN_RIGHT,
+            height: TOP + lanes as f64 * (LANE_HEIGHT + LANE_GAP) + AXIS_HEIGHT + LEGEND_HEIGHT,
+        }
+    }
+
+    fn lane_y(&self, row: usize) -> f64 {
+        TOP + row as f64 * (LANE_HEIGHT + LANE_GAP)
+    }
+
+    fn column(&self, ts: f64) -> usize {
+        (((ts - self.start) / self.scale).floor().max(0.0) as usize).min(self.columns - 1)
+    }
+
+    /// The lane as runs of pixel columns `[from, to)` in one state each.
+    fn runs(&self, lane: &Lane) -> Vec<(State, usize, usize)> {
+        let busy = self.coverage(&lane.busy);
+        let parked = self.coverage(&lane.parked);
+        let mut runs: Vec<(State, usize, usize)> = Vec::new();
+        for c in 0..self.columns {
+            let searching = self.scale - busy[c] - parked[c];
+            let state = if busy[c] >= parked[c] && busy[c] >= searching {
+                State::Busy
+            } else if parked[c] >= searching {
+                State::Parked
+            } else {
+                State::Searching
+            };
+            match runs.last_mut() {
+                Some((s, _, to)) if *s == state => *to = c + 1,
+                _ => runs.push((state, c, c + 1)),
+            }
+        }
+        runs
+    }
+
+    /// Microseconds of each pixel column covered by the union of `spans`.
+    fn coverage(&self, spans: &[(f64, f64)]) -> Vec<f64> {
+        let mut spans = spans.to_vec();
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // Union first: a job running inside another job's span is counted once.
+        let mut union: Vec<(f64, f64)> = Vec::with_capacity(spans.len());
+        for (s, e) in spans {
+            match union.last_mut() {
+                Some((_, last_end)) if s <= *last_end => *last_end = last_end.max(e),
+                _ => union.push((s, e)),
+            }
+        }
+        let mut cover = vec![0.0; self.columns];
+        for (s, e) in union {
+            let (first, last) = (self.column(s), self.column(e));
+            for (c, slot) in cover.iter_mut().enumerate().take(last + 1).skip(first) {
+                let col_start = self.start + c as f64 * self.scale;
+                let overlap = e.min(col_start + self.scale) - s.max(col_start);
+                *slot += overlap.max(0.0);
+            }
+        }
+        cover
+    }
+
+    fn draw_axis(&self, svg: &mut Svg) {
+        let y = TOP + self.lanes as f64 * (LANE_HEIGHT + LANE_GAP) - LANE_GAP / 2.0;
+        let right = MARGIN_LEFT + self.columns as f64;
+        svg.line("axis", MARGIN_LEFT, y, right, y);
+        let span = self.scale * self.columns as f64;
+        let step = nice_step(span / 8.0);
+        let mut t = 0.0;
+        while t <= span + step * 1e-6 {
+            let x = MARGIN_LEFT + t / self.scale;
+            svg.line("grid", x, TOP - 4.0, x, y);
+            svg.line("axis", x, y, x, y + 5.0);
+            svg.text("tick", x, y + 18.0, "middle", &format_us(t));
+            t += step;
+        }
+        svg.text("tick", right, y + 32.0, "end", "time since the first event");
+    }
+
+    fn draw_legend(&self, svg: &mut Svg) {
+        let y = self.height - LEGEND_HEIGHT + 8.0;
+        let mut x = MARGIN_LEFT;
+        for (class, label) in [
+            ("busy", "busy (task poll or job)"),
+            ("search", "awake, searching"),
+            ("park", "parked"),
+        ] {
+            svg.rect(class, x, y, 14.0, 12.0);
+            svg.text("label", x + 20.0, y + 10.5, "start", label);
+            x += 30.0 + label.len() as f64 * 6.5;
+        }
+        svg.line("steal", x, y + 12.0, x + 16.0, y);
+        svg.text(
+            "label",
+            x + 22.0,
+            y + 10.5,
+            "start",
+            "steal (victim to thief)",
+        );
+        x += 30.0 + 23.0 * 6.5;
+        svg.line("inject", x + 4.0, y, x + 4.0, y + 12.0);
+        svg.text("label", x + 12.0, y + 10.5, "start", "inject queue pull");
+    }
+}
+
+/// 1, 2 or 5 times a power of ten, at least `raw`.
+fn nice_step(raw: f64) -> f64 {
+    if raw <= 0.0 || !raw.is_finite() {
+        return 1.0;
+    }
+    let power = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * power)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * power)
+}
+
+/// A time in microseconds as a short label: µs, ms or s.
+fn format_us(us: f64) -> String {
+    let trim = |v: f64, unit: &str| {
+        let text = format!("{v:.3}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        format!("{text} {unit}")
+    };
+    if us == 0.0 {
+        "0".into()
+    } else if us < 1e3 {
+        trim(us, "µs")
+    } else if us < 1e6 {
+        trim(us / 1e3, "ms")
+    } else {
+        trim(us / 1e6, "s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"{"traceEvents":[
+ {"name":"process_name","ph":"M","pid":1,"args":{"name":"magpie runtime 1"}},
+ {"name":"thread_name","ph":"M","pid":1,"tid":0,"args":{"name":"worker 0"}},
+ {"name":"poll","cat":"task","ph":"X","pid":1,"tid":0,"ts":12.345,"dur":3.2,"args":{"task":17}},
+ {"name":"job","cat":"job","ph":"X","pid":1,"tid":1,"ts":15.0,"dur":40.1},
+ {"name":"job","cat":"job","ph":"X","pid":1,"tid":1,"ts":20.0,"dur":10.0},
+ {"name":"parked","cat":"park","ph":"X","pid":1,"tid":1,"ts":60.0,"dur":100.0},
+ {"name":"steal","cat":"steal","ph":"i","s":"t","pid":1,"tid":1,"ts":14.9,"args":{"victim":0,"count":3,"kind":"tasks"}},
+ {"name":"inject_pull","cat":"inject","ph":"i","s":"t","pid":1,"tid":0,"ts":11.0,"args":{"count":8}}
+],"displayTimeUnit":"ns"}"#;
+
+    #[test]
+    fn parses_the_sample() {
+        let t = Timeline::parse(SAMPLE).unwrap();
+        assert_eq!(t.workers(), 2);
+        assert_eq!(t.counts.total, 8);
+        assert_eq!(t.counts.ignored, 1);
+        assert_eq!(t.counts.busy_spans, 3);
+        assert_eq!(t.counts.park_spans, 1);
+        assert_eq!(t.counts.steals, 1);
+        assert_eq!(t.counts.inject_pulls, 1);
+        assert_eq!(t.start, 11.0);
+        assert_eq!(t.end, 160.0);
+    }
+
+    #[test]
+    fn nested_spans_count_once_and_columns_take_the_main_state() {
+        let t = Timeline::parse(SAMPLE).unwrap();
+        // 149 µs over 149 columns: one µs per column.
+        let layout = Layout::new(&t, 149);
+        let runs = layout.runs(&t.lanes[&1]);
+        assert_eq!(
+            runs,
+            vec![
+                (State::Searching, 0, 4),
+                (State::Busy, 4, 44),
+                (State::Searching, 44, 49),
+                (State::Parked, 49, 149),
+            ]
+        );
+    }
+
+    #[test]
+    fn renders_lanes_arrows_and_legend() {
+        let t = Timeline::parse(SAMPLE).unwrap();
+        let svg = t.render(400, "sample");
+        assert!(svg.starts_with("<svg"));
+        assert!(svg.contains("worker 0") && svg.contains("worker 1"));
+        assert!(svg.contains("class=\"steal\""));
+        assert!(svg.contains("class=\"inject\""));
+        assert!(svg.contains("parked"));
+    }
+
+    #[test]
+    fn axis_labels() {
+        assert_eq!(nice_step(13.0), 20.0);
+        assert_eq!(nice_step(0.3), 0.5);
+        assert_eq!(format_us(2500.0), "2.5 ms");
+        assert_eq!(format_us(20.0), "20 µs");
+        assert_eq!(format_us(3e6), "3 s");
+    }
+}

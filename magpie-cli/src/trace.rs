@@ -1,0 +1,180 @@
+//! `magpie trace`: records a traced run and draws it as a per-worker timeline.
+//!
+//! Runs a workload pattern (or, with `--demo`, the demo's heavy-on-worker-0 scenario) on a
+//! fresh runtime built with tracing on, exports the events as `DIR/trace.json` (Chrome trace
+//! format: open it in Perfetto or `chrome://tracing`), reads the file back, and draws
+//! `DIR/timeline.svg` (see [`crate::timeline`]). With `--input FILE` it draws an existing
+//! trace instead of recording one.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use magpie::Runtime;
+
+use crate::demo::Scenario;
+use crate::report::{write_json, Failure};
+use crate::timeline::{Counts, Timeline};
+use crate::workload::{pause, spin, Pattern, Workload};
+use crate::{task_count, CommonArgs};
+
+#[derive(Debug, Args)]
+pub(crate) struct TraceArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The folder to write trace.json and timeline.svg into (created if missing).
+    #[arg(long)]
+    out: PathBuf,
+    /// Tasks to run.
+    #[arg(long, default_value_t = 2_000, value_parser = task_count())]
+    tasks: usize,
+    /// The workload pattern to run.
+    #[arg(long, value_enum, default_value_t = Pattern::Mixed)]
+    pattern: Pattern,
+    /// Run the demo's scenario instead (half the tasks heavy, 2 ms, all queued on worker 0;
+    /// half light, 200 µs, spread).
+    #[arg(long, conflicts_with = "pattern")]
+    demo: bool,
+    /// Draw this existing trace instead of recording one (trace.json is then not written).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "pattern"])]
+    input: Option<PathBuf>,
+    /// Width of the timeline's plot area, in pixels (one pixel column per time slice).
+    #[arg(long, default_value_t = 1600, value_parser = clap::value_parser!(u64).range(100..=20_000))]
+    width: u64,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Report {
+    trace: PathBuf,
+    svg: PathBuf,
+    svg_bytes: usize,
+    workers: usize,
+    duration_us: f64,
+    events: Counts,
+}
+
+pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure> {
+    if args.out.is_file() {
+        return Err(Failure::Usage(format!(
+            "--out {}: is a file, not a folder",
+            args.out.display()
+        )));
+    }
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| Failure::Run(format!("cannot create {}: {e}", args.out.display())))?;
+    let (trace_path, title) = match &args.input {
+        Some(input) => (
+            input.clone(),
+            format!("magpie trace of {}", input.display()),
+        ),
+        None => record(args)?,
+    };
+    let json = std::fs::read_to_string(&trace_path)
+        .map_err(|e| Failure::Run(format!("cannot read {}: {e}", trace_path.display())))?;
+    let timeline = Timeline::parse(&json).map_err(|e| {
+        Failure::Run(format!(
+            "{} is not a Chrome trace: {e}",
+            trace_path.display()
+        ))
+    })?;
+    let svg = timeline.render(args.width as usize, &title);
+    let svg_path = args.out.join("timeline.svg");
+    std::fs::write(&svg_path, &svg)
+        .map_err(|e| Failure::Run(format!("cannot write {}: {e}", svg_path.display())))?;
+
+    let report = Report {
+        trace: trace_path,
+        svg: svg_path,
+        svg_bytes: svg.len(),
+        workers: timeline.workers(),
+        duration_us: timeline.duration_us(),
+        events: timeline.counts.clone(),
+    };
+    if args.common.json {
+        return write_json(out, &report);
+    }
+    let c = &report.events;
+    writeln!(
+        out,
+        "{} events over {:.1} ms on {} workers: {} busy spans, {} parked, {} steals, {} inject \
+         pulls",
+        c.total,
+        report.duration_us / 1e3,
+        report.workers,
+        c.busy_spans,
+        c.park_spans,
+        c.steals,
+        c.inject_pulls
+    )?;
+    if c.lost > 0 {
+        writeln!(
+            out,
+            "{} older events were overwritten before the export: the timeline starts late",
+            c.lost
+        )?;
+    }
+    if args.input.is_none() {
+        writeln!(out, "wrote {}", report.trace.display())?;
+    }
+    writeln!(
+        out,
+        "wrote {} ({} KiB)",
+        report.svg.display(),
+        report.svg_bytes.div_ceil(1024)
+    )?;
+    Ok(())
+}
+
+/// Runs the workload on a traced runtime and exports `DIR/trace.json`; returns its path and
+/// a title for the drawing.
+fn record(args: &TraceArgs) -> Result<(PathBuf, String), Failure> {
+    let workers = args.common.workers_or_default();
+    let rt = traced_runtime(workers)?;
+    let title = if args.demo {
+        let scenario = Scenario::generate(
+            args.tasks,
+            Duration::from_millis(2),
+            Duration::from_micros(200),
+            args.common.seed,
+        );
+        let heavy_by_worker = Arc::new((0..workers).map(|_| AtomicU64::new(0)).collect());
+        scenario.submit(&rt, &heavy_by_worker)?;
+        format!(
+            "magpie: {} heavy tasks queued on worker 0, {} light spread, {workers} workers",
+            scenario.heavy.len(),
+            scenario.light.len()
+        )
+    } else {
+        let workload = Workload::generate(args.pattern, args.tasks, args.common.seed);
+        for batch in &workload.batches {
+            for &d in &batch.durations {
+                drop(rt.submit(move || spin(d)));
+            }
+            pause(batch.pause_after);
+        }
+        format!(
+            "magpie: {} {} tasks on {workers} workers",
+            args.tasks, args.pattern
+        )
+    };
+    rt.wait_idle();
+    let path = args.out.join("trace.json");
+    export(&rt, &path)?;
+    Ok((path, title))
+}
+
+/// A runtime of `workers` workers that records events.
+fn traced_runtime(workers: usize) -> Result<Runtime, Failure> {
+    Ok(Runtime::builder()
+        .worker_threads(workers)
+        .trace(true)
+        .build()?)
+}
+
+fn export(rt: &Runtime, path: &Path) -> Result<(), Failure> {
+    rt.trace_export(path)
+        .map_err(|e| Failure::Run(format!("cannot write {}: {e}", path.display())))
+}
