@@ -37,7 +37,10 @@ fn main() {
     }
     let configs: [(&str, magpie::Builder); 3] = [
         ("", magpie::Runtime::builder()),
-        ("+histogram", magpie::Runtime::builder().poll_time_histogram(true)),
+        (
+            "+histogram",
+            magpie::Runtime::builder().poll_time_histogram(true),
+        ),
         ("+trace", magpie::Runtime::builder().trace(true)),
     ];
     for (suffix, builder) in configs {

@@ -129,7 +129,6 @@ mod join;
 pub mod prelude;
 #[cfg(not(loom))]
 mod runtime;
-#[cfg(not(loom))]
 mod stats;
 
 #[cfg(not(loom))]

@@ -192,3 +192,74 @@ fn shutdown_under_load_on_every_worker_count() {
         }
     }
 }
+
+/// Tasks that wake themselves a few times, from every submission path, while another
+/// thread keeps changing the active worker count: each future is polled to completion and
+/// dropped exactly once, and the statistics account for every task.
+#[test]
+fn active_worker_changes_under_load_lose_nothing() {
+    for max in WORKER_COUNTS {
+        let rt = magpie::Runtime::builder()
+            .worker_threads(1)
+            .max_workers(max)
+            .build()
+            .expect("runtime");
+        let tasks = scale(2_000, 50_000);
+        let polls = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut n = 0;
+                while !done.load(SeqCst) {
+                    rt.set_active_workers(1 + n % max).unwrap();
+                    n += 1;
+                    std::thread::yield_now();
+                }
+            });
+            let handles: Vec<_> = (0..tasks)
+                .map(|i| {
+                    let future = Counted {
+                        polls: polls.clone(),
+                        drops: drops.clone(),
+                        ready_after: i % 4,
+                        seen: 0,
+                    };
+                    match i % 3 {
+                        0 => rt.spawn(future),
+                        1 => rt.spawn(async move {
+                            // Spawned from a worker: its local queues.
+                            magpie::spawn(future).await.unwrap()
+                        }),
+                        _ => {
+                            // A closure submitted to a chosen (maybe retired) worker spawns
+                            // it there.
+                            let submitted = rt
+                                .submit_to(i % max, move || magpie::spawn(future))
+                                .unwrap();
+                            rt.spawn(async move { submitted.await.unwrap().await.unwrap() })
+                        }
+                    }
+                })
+                .collect();
+            for (i, h) in handles.into_iter().enumerate() {
+                assert_eq!(h.join().unwrap(), i % 4 + 1, "task {i} on {max} workers");
+            }
+            done.store(true, SeqCst);
+        });
+        rt.wait_idle();
+        let expected_polls: usize = (0..tasks).map(|i| i % 4 + 1).sum();
+        assert_eq!(polls.load(SeqCst), expected_polls, "{max} workers");
+        assert_eq!(drops.load(SeqCst), tasks, "{max} workers");
+        let stats = rt.stats();
+        // One task per future; one more for the spawner of every second kind, two more
+        // (the submitted closure and the waiting task) for every third kind.
+        let extra: usize = (0..tasks).map(|i| [0, 1, 2][i % 3]).sum();
+        assert_eq!(
+            stats.tasks_executed(),
+            (tasks + extra) as u64,
+            "{max} workers"
+        );
+        assert_eq!(stats.tasks_alive, 0);
+    }
+}

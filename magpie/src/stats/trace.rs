@@ -150,7 +150,13 @@ impl TraceBuffer {
         fence(Acquire);
         // Relaxed: ordered by the fence above.
         let claimed = self.claimed.load(Relaxed);
-        let intact_from = claimed.saturating_sub(capacity);
+        // With `--cfg magpie_loom_broken` (a negative control for the loom model) every
+        // copied event is kept, torn or not.
+        let intact_from = if cfg!(magpie_loom_broken) {
+            0
+        } else {
+            claimed.saturating_sub(capacity)
+        };
         let events: Vec<Event> = copied
             .into_iter()
             .filter(|&(n, _, _)| n >= intact_from)
@@ -296,7 +302,11 @@ impl JsonEvents {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+#[path = "loom_trace.rs"]
+mod loom_trace;
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
