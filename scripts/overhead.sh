@@ -1,43 +1,48 @@
 #!/usr/bin/env bash
 # What statistics and tracing cost (BENCHMARKS.md, "Overhead of statistics and tracing").
 #
-# Builds magpie/examples/overhead.rs three ways, runs the builds in alternation ROUNDS times,
-# and prints each build's median time per row and its ratio to the shipped build:
+# Builds magpie/examples/overhead.rs three ways and runs the builds in alternation, ROUNDS
+# times per row, each run printing the median of 15 samples:
 #   shipped   as users get it: counters on, trace checks compiled in (tracing off)
+#   control   a copy of the shipped binary: the noise floor of this comparison
 #   no_stats  --cfg magpie_no_stats: the counters compiled out
 #   no_trace  --cfg magpie_no_trace: the trace checks compiled out
-# Usage: bash scripts/overhead.sh [WORKERS] [ROUNDS]
+# and prints, per row, the median over rounds and the ratio shipped / each other build (the
+# cost of what that build leaves out). Usage: bash scripts/overhead.sh [WORKERS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 workers=${1:-2}
-rounds=${2:-7}
-variants=(shipped no_stats no_trace)
+rounds=${2:-30}
 declare -A flags=([shipped]="" [no_stats]="--cfg magpie_no_stats" [no_trace]="--cfg magpie_no_trace")
-for v in "${variants[@]}"; do
+for v in shipped no_stats no_trace; do
     CARGO_TARGET_DIR="target/overhead-$v" RUSTFLAGS="${flags[$v]}" \
         cargo build --quiet --release -p magpie --example overhead
 done
+bin() { echo "target/overhead-$1/release/examples/overhead"; }
+cp "$(bin shipped)" target/overhead-control-bin
 results=$(mktemp)
-for round in $(seq "$rounds"); do
-    for v in "${variants[@]}"; do
-        "target/overhead-$v/release/examples/overhead" --workers "$workers" --samples 9 \
-            | sed "s/^/$v /" >>"$results"
+for row in yield_many spawn_many_local; do
+    for _ in $(seq "$rounds"); do
+        for v in shipped control no_stats no_trace; do
+            exe=$(bin "$v")
+            [ "$v" = control ] && exe=target/overhead-control-bin
+            "$exe" --workers "$workers" --samples 15 --only "$row" | sed "s/^/$v /" >>"$results"
+        done
     done
-    echo "round $round of $rounds done" >&2
 done
-echo "workers=$workers rounds=$rounds (median of the per-round medians, ns; ratio to shipped)"
-awk '
-    { t[$1" "$2] = t[$1" "$2] " " $3; rows[$2] = 1 }
-    function median(list,   n, a, i, j, x) {
-        n = split(list, a, " ")
-        for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j+1] = a[j]; a[j+1] = x }
-        return (n % 2) ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
-    }
-    END {
-        printf "%-28s %12s %12s %12s %9s %9s\n", "row", "shipped", "no_stats", "no_trace", "stats", "trace-off"
-        for (r in rows) {
-            s = median(t["shipped " r]); n = median(t["no_stats " r]); x = median(t["no_trace " r])
-            printf "%-28s %12d %12d %12d %9.3f %9.3f\n", r, s, n, x, s / n, s / x
-        }
-    }' "$results" | sort
+echo "workers=$workers rounds=$rounds: median of per-run medians (ns); cost = shipped / build - 1"
+python3 - "$results" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    build, row, ns = line.split()
+    runs.setdefault(row, {}).setdefault(build, []).append(int(ns))
+print(f"{'row':<18} {'shipped':>10} {'control':>10} {'no_stats':>10} {'no_trace':>10}"
+      f" {'noise':>7} {'stats':>7} {'trace-off':>9}")
+for row, builds in runs.items():
+    m = {b: statistics.median(t) for b, t in builds.items()}
+    cost = lambda b: f"{(m['shipped'] / m[b] - 1) * 100:+.1f}%"
+    print(f"{row:<18} {m['shipped']:>10.0f} {m['control']:>10.0f} {m['no_stats']:>10.0f}"
+          f" {m['no_trace']:>10.0f} {cost('control'):>7} {cost('no_stats'):>7} {cost('no_trace'):>9}")
+PY
 rm -f "$results"

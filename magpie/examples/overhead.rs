@@ -23,14 +23,16 @@ const YIELDS_PER_TASK: usize = 1_000;
 fn main() {
     let mut workers = 2;
     let mut samples = 15;
+    let mut only = String::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let value = args.next().and_then(|v| v.parse::<usize>().ok());
-        match (arg.as_str(), value) {
+        let value = args.next().unwrap_or_default();
+        match (arg.as_str(), value.parse::<usize>().ok()) {
             ("--workers", Some(n)) if n > 0 => workers = n,
             ("--samples", Some(n)) if n > 0 => samples = n,
+            ("--only", _) => only = value,
             _ => {
-                eprintln!("usage: overhead [--workers N] [--samples N]");
+                eprintln!("usage: overhead [--workers N] [--samples N] [--only ROW]");
                 std::process::exit(2);
             }
         }
@@ -53,6 +55,9 @@ fn main() {
             ("yield_many", yield_many as fn(&magpie::Runtime) -> Duration),
             ("spawn_many_local", spawn_many_local),
         ] {
+            if !only.is_empty() && format!("{row}{suffix}") != only {
+                continue;
+            }
             // Warm-up, then the samples.
             bench(&rt);
             let mut times: Vec<Duration> = (0..samples).map(|_| bench(&rt)).collect();

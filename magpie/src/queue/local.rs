@@ -210,6 +210,7 @@ impl<T> Local<T> {
     /// Appends `item`. If the ring is full, moves its older half and `item` to `overflow`
     /// instead, in one batch, oldest first; if a thief is copying a batch out at that moment,
     /// moves only `item`.
+    #[inline]
     pub(crate) fn push_back(&self, item: NonNull<T>, overflow: &impl Overflow<T>) {
         let inner = &*self.inner;
         let tail = self.tail.get();
