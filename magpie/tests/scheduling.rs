@@ -134,6 +134,7 @@ fn ping_pong_uses_the_lifo_slot_without_starving_the_ring() {
     stop.store(true, SeqCst);
     rt.block_on(bystander).unwrap();
     assert_eq!(played.unwrap(), rounds);
+    common::quiesce(&rt);
     let stats = rt.stats();
     assert!(stats.workers[0].lifo_hits >= rounds as u64 / 2, "{stats:?}");
     // The bystander yields to the back of the ring; with at most 3 LIFO polls in a row it
@@ -154,6 +155,7 @@ fn counters_describe_where_tasks_came_from() {
     for (i, handle) in handles.into_iter().enumerate() {
         assert_eq!(handle.join().unwrap(), i);
     }
+    common::quiesce(&rt);
     let stats = rt.stats();
     assert!(stats.workers.iter().map(|w| w.inject_pulls).sum::<u64>() >= 1);
     assert_eq!(stats.tasks_executed(), 1_000, "{stats:?}");

@@ -6,6 +6,9 @@ use std::sync::{mpsc, Arc, Barrier};
 
 use magpie::{Runtime, Stats};
 
+mod common;
+use common::quiesce;
+
 /// Holds one worker (the one that runs the holder, submitted to worker 0) and submits
 /// `count` closures to it, so that the others can only get them by stealing. Returns the
 /// held worker's index once all ran.
@@ -79,6 +82,8 @@ fn totals_equal_what_was_submitted() {
         let rt = Runtime::builder().worker_threads(workers).build().unwrap();
         let handles: Vec<_> = (0..500).map(|i| rt.submit(move || i)).collect();
         rt.wait_idle();
+        // The per-poll counts are flushed when a worker's queues run dry.
+        quiesce(&rt);
         let stats = rt.stats();
         assert_eq!(stats.tasks_executed(), 500, "{workers} workers");
         assert_eq!(stats.tasks_polled(), 500, "{workers} workers");
@@ -109,6 +114,7 @@ fn spawns_on_workers_are_counted_per_worker_and_scheduled_locally() {
     .join()
     .unwrap();
     rt.wait_idle();
+    quiesce(&rt);
     let stats = rt.stats();
     // 100 from the block_on thread (remote) and the submit, then 50 from a worker.
     assert_eq!(stats.tasks_spawned_remote, 101);
@@ -135,6 +141,7 @@ fn steals_across_two_groups_of_one_worker_are_counted() {
         .unwrap();
     assert_eq!(rt.stats().steal_groups, 2);
     let busy = submit_all_to_a_held_worker(&rt, 50);
+    quiesce(&rt);
     let stats = rt.stats();
     let thief = &stats.workers[1 - busy];
     assert_eq!(thief.steal_group, (1 - busy) as u64);
@@ -175,7 +182,6 @@ fn bad_steal_group_counts_are_errors() {
 
 #[test]
 fn poll_time_histogram_counts_every_poll_when_enabled() {
-    // One worker, so that the `install` below runs after the last poll has been timed.
     let rt = Runtime::builder()
         .worker_threads(1)
         .poll_time_histogram(true)
@@ -196,7 +202,7 @@ fn poll_time_histogram_counts_every_poll_when_enabled() {
         }
     });
     rt.wait_idle();
-    rt.install(|| ());
+    quiesce(&rt);
     let stats = rt.stats();
     assert!(stats.poll_time_histogram_enabled);
     let histogram = stats.poll_time_histogram();

@@ -9,6 +9,7 @@
 //! lost wakeup fails with the test's name instead of stalling the binary.
 
 mod async_support;
+mod common;
 
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
@@ -21,6 +22,7 @@ use async_support::{
     channel_waker, named_runtime, payload_message, poll_once, runtime, watchdog, Counter, DropSlot,
     Forever, Slots,
 };
+use common::quiesce;
 use futures::channel::oneshot;
 use magpie::task::{JoinError, JoinHandle};
 
@@ -1209,23 +1211,6 @@ fn handles_and_errors_are_send_and_sync() {
 // ---------------------------------------------------------------------------------------------
 // Statistics
 // ---------------------------------------------------------------------------------------------
-
-/// Runs one job on every worker at once (a barrier of `n` holds each until all have one).
-/// Afterwards every worker has finished whatever task it ran before, counters included: each
-/// worker bumps its counters right after a task, before it looks for the next piece of work.
-fn quiesce(rt: &magpie::Runtime) {
-    let n = rt.num_workers();
-    let barrier = Barrier::new(n);
-    rt.install(|| {
-        magpie::scope(|s| {
-            for _ in 0..n {
-                s.spawn(|_| {
-                    barrier.wait();
-                });
-            }
-        })
-    });
-}
 
 #[test]
 fn stats_count_tasks_exactly() {

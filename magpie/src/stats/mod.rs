@@ -15,6 +15,12 @@
 //! `stats()` gives exact totals). The cost, measured against a build with the counters
 //! compiled out (`--cfg magpie_no_stats`), is in BENCHMARKS.md.
 //!
+//! The three counters bumped on every poll (polls, local schedules, LIFO hits) are the
+//! exception: the worker counts them in plain integers on its own stack and adds them to the
+//! shared counters at maintenance (at most every 255 polls), when its local queues run dry,
+//! and before it parks. `magpie/examples/overhead.rs` showed why: on `yield_many`, where a
+//! poll takes about 25 ns, the shared counters' extra instructions cost a measurable share.
+//!
 //! The poll-time histogram needs two clock reads per poll, so, as in tokio, it is off unless
 //! [`Builder::poll_time_histogram`](crate::Builder::poll_time_histogram) turns it on.
 
@@ -193,7 +199,10 @@ pub struct WorkerStats {
     /// Times this worker woke up again.
     pub unparks: u64,
     /// Task polls begun on this worker (a task that waits and is woken is polled several
-    /// times).
+    /// times). Like [`local_schedules`](Self::local_schedules) and
+    /// [`lifo_hits`](Self::lifo_hits), counted on the worker's stack and published at least
+    /// every 255 polls, whenever the worker's local queues run dry, and before it parks: an
+    /// idle worker's count is exact, a busy one's may be a few hundred polls behind.
     pub tasks_polled: u64,
     /// Tasks (async tasks and submitted closures) that finished on this worker: completed,
     /// panicked, or dropped after being aborted.

@@ -10,6 +10,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use magpie::Runtime;
+use std::sync::Barrier;
 
 /// The environment variable that puts a test binary in one of its child modes.
 pub(crate) const CHILD_ENV: &str = "MAGPIE_TEST_CHILD";
@@ -157,4 +158,22 @@ pub(crate) fn run_child(mut command: Command) -> ChildOutput {
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
     }
+}
+
+/// Runs one job on every worker at once (a barrier of `n` holds each until all have one).
+/// Afterwards every worker has finished whatever task it ran before, and its counters are
+/// current: a worker flushes its per-poll counts when its local queues run dry, before it
+/// looks for a job elsewhere.
+pub(crate) fn quiesce(rt: &magpie::Runtime) {
+    let n = rt.num_workers();
+    let barrier = Barrier::new(n);
+    rt.install(|| {
+        magpie::scope(|s| {
+            for _ in 0..n {
+                s.spawn(|_| {
+                    barrier.wait();
+                });
+            }
+        })
+    });
 }
