@@ -214,14 +214,19 @@ fn trace_records_and_draws_a_run() {
         "--out",
         dir.to_str().unwrap(),
     ]);
-    // One poll span per task, give or take: a poll that ends as `wait_idle` returns may
-    // miss the export (seen: 199 of 200 in 5 runs out of 30).
-    let spans = v["events"]["busy_spans"].as_u64().unwrap();
-    assert!((1..=200).contains(&spans), "{spans} poll spans");
     assert_eq!(v["workers"], 2);
     let trace: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("trace.json")).unwrap()).unwrap();
-    assert!(trace["traceEvents"].is_array());
+    // One poll span per task: a poll still ending as the export runs is closed at the
+    // export's time.
+    let polls = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "poll")
+        .count();
+    assert_eq!(polls, 200);
+    assert!(v["events"]["busy_spans"].as_u64().unwrap() >= 200);
     let svg = std::fs::read_to_string(dir.join("timeline.svg")).unwrap();
     assert!(svg.starts_with("<svg"));
 }
