@@ -22,6 +22,40 @@ pub use error::JoinError;
 pub use join::JoinHandle;
 pub use yield_now::{yield_now, YieldNow};
 
+/// How many task allocations are alive in this process, counting every runtime: `Some` in
+/// builds with debug assertions, `None` in release builds (where a process-wide counter on
+/// every spawn would cost too much).
+///
+/// A task's allocation lives until its last reference is gone: its runtime's, its wakers' and
+/// its `JoinHandle`'s. Once every runtime is dropped and every handle and waker with it, the
+/// count is 0; a leak test asserts exactly that.
+///
+/// # Examples
+///
+/// ```
+/// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+/// let handle = rt.spawn(std::future::pending::<()>());
+/// drop(rt); // cancels the task; the handle still holds its allocation
+/// if let Some(live) = magpie::task::live_tasks() {
+///     assert_eq!(live, 1);
+/// }
+/// assert!(handle.join().unwrap_err().is_cancelled()); // `join` gives the handle up
+/// if let Some(live) = magpie::task::live_tasks() {
+///     assert_eq!(live, 0);
+/// }
+/// ```
+pub fn live_tasks() -> Option<usize> {
+    #[cfg(all(debug_assertions, not(loom)))]
+    {
+        // Relaxed: a tally read by tests after the threads that changed it were joined.
+        Some(raw::LIVE_TASKS.load(crate::sync::atomic::Relaxed))
+    }
+    #[cfg(not(all(debug_assertions, not(loom))))]
+    {
+        None
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_state;
 #[cfg(all(test, not(loom)))]
