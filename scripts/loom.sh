@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# The loom models: the deque and the sleep protocol, model-checked under `--cfg loom`.
+# The loom models: the deque, the task ring, the task state machine, the sleep protocol and
+# the trace ring, model-checked under `--cfg loom`, then the negative controls.
 # LOOM_MAX_PREEMPTIONS bounds the search (3 in CI; raise it for a longer run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}"
 RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
     cargo test --release -p magpie --lib loom -- --test-threads=1 "$@"
+
+# Negative controls: with `--cfg magpie_loom_broken` the code under test is deliberately
+# broken (a Relaxed where Acquire is needed in the deque's steal; the trace ring's reader
+# keeping torn events) and these models are marked should_panic: they pass only if loom
+# finds the bug, which shows the models can fail.
+RUSTFLAGS="--cfg loom --cfg magpie_loom_broken ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom-broken \
+    cargo test --release -p magpie --lib -- --test-threads=1 \
+    loom_pop_then_push_reuses_slot_while_stolen_from loom_trace::

@@ -361,7 +361,13 @@ impl<T> Stealer<T> {
         // reservation of the bottom item, or the owner sees our `top` (Lê et al.'s fence).
         barrier::heavy();
         // Acquire: pairs with the Release store of `bottom` in `push`, publishing the slot.
-        let b = inner.bottom.load(Acquire);
+        // (`--cfg magpie_loom_broken` weakens it to Relaxed: a negative control that the
+        // loom models must catch, `loom_chase_lev::loom_push_pop_and_steal`.)
+        let b = inner.bottom.load(if cfg!(magpie_loom_broken) {
+            Relaxed
+        } else {
+            Acquire
+        });
         if b.wrapping_sub(t) <= 0 {
             return Steal::Empty;
         }

@@ -152,6 +152,9 @@ fn loom_growth_races_steal() {
 }
 
 #[test]
+// The negative control: with `--cfg magpie_loom_broken` a thief reads `bottom` with Relaxed,
+// and this model must find the stale slot it then reads (scripts/loom.sh runs both ways).
+#[cfg_attr(magpie_loom_broken, should_panic)]
 fn loom_pop_then_push_reuses_slot_while_stolen_from() {
     // The owner pops index 1 (no CAS: item 0 is below it), then pushes two more: the first
     // rewrites slot 1 of the same buffer, the second grows it (or, if the thief took item 0
