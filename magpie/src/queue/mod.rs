@@ -3,10 +3,13 @@
 
 pub(crate) mod chase_lev;
 pub(crate) mod inject;
+pub(crate) mod lifo;
 pub(crate) mod local;
 
 #[cfg(all(test, loom))]
 mod loom_chase_lev;
+#[cfg(all(test, loom))]
+mod loom_lifo;
 #[cfg(all(test, loom))]
 mod loom_local;
 #[cfg(all(test, not(loom)))]

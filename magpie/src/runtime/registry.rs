@@ -8,12 +8,13 @@ use crate::join::job::{JobHeader, JobRef, StackJob};
 use crate::join::latch::LockLatch;
 use crate::queue::chase_lev::Stealer;
 use crate::queue::inject::Inject;
+use crate::queue::lifo::LifoSlot;
 use crate::queue::local;
 use crate::sleep::Sleep;
 use crate::stats::trace::TraceBuffer;
 use crate::stats::{bump, WorkerCounters};
 use crate::sync::atomic::*;
-use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize};
 use crate::task::notified::{new_task, Notified, Schedule};
 use crate::task::owned::OwnedTasks;
 use crate::task::raw::{Header, RawTask};
@@ -36,7 +37,7 @@ pub(crate) struct TaskSlots {
     /// take (thieves may race it), plain store to fill an empty slot (only the owner fills).
     /// Thieves take a task that sits here while the owner is busy (see `worker.rs`,
     /// "the stranded LIFO task").
-    pub(crate) lifo: AtomicPtr<Header>,
+    pub(crate) lifo: LifoSlot<Header>,
     /// The steal end of the worker's ring.
     pub(crate) ring: local::Steal<Header>,
     /// Tasks submitted to this worker by `submit_to`, from any thread. The owner drains it;
@@ -121,7 +122,7 @@ impl Registry {
                 .into_iter()
                 .map(|ring| {
                     CachePadded::new(TaskSlots {
-                        lifo: AtomicPtr::new(ptr::null_mut()),
+                        lifo: LifoSlot::new(),
                         ring,
                         mailbox: Inject::new(),
                     })
@@ -195,7 +196,7 @@ impl Registry {
                     || !slots.mailbox.is_empty()
                     // Relaxed: a hint, like the lengths above; the heavy barrier before the
                     // recheck orders it (sleep/README.md, R5).
-                    || !slots.lifo.load(Relaxed).is_null()
+                    || !slots.lifo.is_empty()
             })
     }
 
@@ -311,7 +312,7 @@ impl Registry {
     /// The tasks waiting at `worker`: a gauge, read without locks.
     fn task_load(&self, worker: usize) -> usize {
         let slots = &self.task_slots[worker];
-        slots.ring.len() + slots.mailbox.len() + usize::from(!slots.lifo.load(Relaxed).is_null())
+        slots.ring.len() + slots.mailbox.len() + usize::from(!slots.lifo.is_empty())
     }
 
     pub(crate) fn spawn_to<F>(

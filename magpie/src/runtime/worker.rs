@@ -35,7 +35,6 @@ use crate::queue::local::{self, Overflow};
 use crate::sleep::Wake;
 use crate::stats::trace::{Kind, TraceBuffer};
 use crate::stats::{add, bump, histogram_bucket, set, WorkerCounters};
-use crate::sync::atomic::*;
 use crate::sync::Arc;
 use crate::task::coop;
 use crate::task::raw::Header;
@@ -295,19 +294,8 @@ impl WorkerThread {
         if is_yield || !self.tasks.in_task.get() {
             self.ring.push_back(ptr, &self.to_inject());
         } else {
-            let slot = &self.slots().lifo;
-            // Relaxed: only this thread fills the slot, so a null seen here stays null until
-            // our store (a thief may only empty it).
-            if slot.load(Relaxed).is_null() {
-                // Release: publishes the task to a thief's Acquire swap in `steal_lifo`.
-                slot.store(ptr.as_ptr(), Release);
-            } else {
-                // AcqRel: Release as above; Acquire pairs with a thief that emptied the slot
-                // in between (then `prev` is null and there is nothing to move).
-                let prev = slot.swap(ptr.as_ptr(), AcqRel);
-                if let Some(prev) = NonNull::new(prev) {
-                    self.ring.push_back(prev, &self.to_inject());
-                }
+            if let Some(displaced) = self.slots().lifo.replace(ptr) {
+                self.ring.push_back(displaced, &self.to_inject());
             }
         }
         self.registry.sleep.notify_task();
@@ -322,13 +310,7 @@ impl WorkerThread {
 
     /// Takes the task in this worker's own LIFO slot.
     fn take_lifo(&self) -> Option<Task> {
-        let slot = &self.slots().lifo;
-        // Relaxed: a cheap emptiness check; the swap decides.
-        if slot.load(Relaxed).is_null() {
-            return None;
-        }
-        // Acquire: pairs with a Release fill (ours, or nobody else's: only we fill it).
-        let ptr = NonNull::new(slot.swap(ptr::null_mut(), Acquire))?;
+        let ptr = self.slots().lifo.take()?;
         // SAFETY: the slot held this task's Notified (see `schedule_local`).
         Some(unsafe { Task::from_header(ptr) })
     }
@@ -601,9 +583,8 @@ impl WorkerThread {
             // SAFETY: mailboxes hold Notified pointers.
             return Some((Work::Task(unsafe { Task::from_header(ptr) }), 1));
         }
-        if lifo && !slots.lifo.load(Relaxed).is_null() {
-            // Acquire: pairs with the owner's Release fill in `schedule_local`.
-            if let Some(ptr) = NonNull::new(slots.lifo.swap(ptr::null_mut(), Acquire)) {
+        if lifo {
+            if let Some(ptr) = slots.lifo.take() {
                 bump(&counters.steal_operations);
                 bump(&counters.tasks_stolen);
                 bump(&counters.lifo_steals);
@@ -705,7 +686,7 @@ impl WorkerThread {
 
     fn has_local_tasks(&self) -> bool {
         // Relaxed: a hint.
-        !self.ring.is_empty() || !self.slots().lifo.load(Relaxed).is_null()
+        !self.ring.is_empty() || !self.slots().lifo.is_empty()
     }
 
     /// The main loop: find work, run it, park when there is none, until terminated.

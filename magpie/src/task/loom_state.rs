@@ -473,3 +473,27 @@ fn loom_shutdown_races_queued_notified() {
         });
     });
 }
+
+#[test]
+fn loom_abort_races_shutdown() {
+    // The JoinHandle aborts (then is dropped) while the runtime shuts down with its own
+    // reference and a worker runs the task's queued Notified: the future is dropped exactly
+    // once, by whichever of the three claims it, and the task is freed once.
+    model(THREE_THREAD_CAP, || {
+        with_task(false, |task| {
+            task.state.ref_inc();
+            let aborter = spawn(task, |task| {
+                task.abort();
+                task.drop_join_handle();
+            });
+            let runtime = spawn(task, |task| match task.state.transition_to_shutdown() {
+                TransitionToShutdown::Claimed => task.cancel(),
+                TransitionToShutdown::Busy => task.drop_ref(),
+            });
+            task.run();
+            aborter.join().unwrap();
+            runtime.join().unwrap();
+            task.finish(false);
+        });
+    });
+}
