@@ -335,6 +335,9 @@ fn destructors_wake_abort_and_spawn_during_shutdown() {
 const RAN: u8 = 1;
 const DROPPED: u8 = 2;
 
+/// The children spawned so far, with their indices.
+type Children = Vec<(usize, JoinHandle<()>)>;
+
 /// Sets a bit of a child's state when dropped.
 struct MarkDropped(Arc<[AtomicU8]>, usize);
 
@@ -366,7 +369,7 @@ fn spawns_race_the_shutdown() {
         let rt = runtime(2);
         let states: Arc<[AtomicU8]> = (0..per_round).map(|_| AtomicU8::new(0)).collect();
         let next = Arc::new(AtomicUsize::new(0));
-        let children: Arc<Mutex<Vec<(usize, JoinHandle<()>)>>> = Arc::default();
+        let children: Arc<Mutex<Children>> = Arc::default();
         let (started_tx, started_rx) = mpsc::channel();
         let parents: Vec<_> = (0..2)
             .map(|_| {
