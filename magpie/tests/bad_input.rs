@@ -212,6 +212,31 @@ fn child_small_stack_panics() {
     println!("{SMALL_STACK_OK}");
 }
 
+/// Regression: `trace_capacity(usize::MAX)` panicked in `build` (rounding up to a power of
+/// two overflowed); a capacity too large to allocate aborted.
+#[test]
+fn trace_capacity_too_large() {
+    for requested in [(1 << 24) + 1, 1 << 40, usize::MAX] {
+        let err = build_err(two_workers().trace(true).trace_capacity(requested));
+        assert!(
+            matches!(err, BuildError::InvalidTraceCapacity { requested: r } if r == requested),
+            "{err:?}"
+        );
+        assert_message(
+            &err,
+            &format!(
+                "a trace ring of {requested} events requested; at most 16777216 are supported"
+            ),
+        );
+    }
+    // Zero (rounded up to the smallest ring) and a small ring build.
+    for capacity in [0, 1 << 10] {
+        let rt = two_workers().trace(true).trace_capacity(capacity).build();
+        rt.expect("a capacity in range")
+            .install(|| magpie::join(|| (), || ()));
+    }
+}
+
 #[test]
 fn zero_blocking_threads() {
     let err = build_err(two_workers().max_blocking_threads(0));

@@ -24,6 +24,11 @@ pub const MIN_STACK_SIZE: usize = 64 << 10;
 /// ([`BuildError::Spawn`]).
 const MAX_STACK_SIZE: usize = isize::MAX as usize;
 
+/// The most events [`Builder::trace_capacity`] accepts per worker: 2^24, 256 MiB per worker,
+/// 256 times the default. Beyond some size the ring cannot be allocated (an abort), and at
+/// `usize::MAX` rounding up to a power of two overflows (a panic).
+const MAX_TRACE_CAPACITY: usize = 1 << 24;
+
 /// Configures and builds a [`Runtime`].
 ///
 /// # Examples
@@ -183,7 +188,16 @@ impl Builder {
     }
 
     /// How many events each worker's trace ring keeps (rounded up to a power of two); the
-    /// oldest are overwritten. Default 65,536 (1 MiB per worker).
+    /// oldest are overwritten. Default 65,536 (1 MiB per worker). More than 2^24 events
+    /// (256 MiB per worker) makes [`Builder::build`] fail with
+    /// [`BuildError::InvalidTraceCapacity`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = magpie::Runtime::builder().trace_capacity(usize::MAX).build().unwrap_err();
+    /// assert!(matches!(err, magpie::BuildError::InvalidTraceCapacity { .. }));
+    /// ```
     pub fn trace_capacity(mut self, events: usize) -> Builder {
         self.trace_capacity = Some(events);
         self
@@ -212,7 +226,8 @@ impl Builder {
     ///
     /// [`BuildError::ZeroWorkers`] or [`BuildError::TooManyWorkers`] for a bad worker
     /// count; [`BuildError::MaxWorkersBelowWorkers`], [`BuildError::InvalidStealGroups`],
-    /// [`BuildError::ZeroBlockingThreads`] and [`BuildError::InvalidStackSize`] for the
+    /// [`BuildError::ZeroBlockingThreads`], [`BuildError::InvalidStackSize`] and
+    /// [`BuildError::InvalidTraceCapacity`] for the
     /// other settings out of range; [`BuildError::InvalidThreadName`] for a name with a NUL
     /// byte; [`BuildError::Spawn`] if the OS refused a thread, in which case the threads
     /// already started have been stopped and joined. Nothing is started unless every
@@ -253,6 +268,16 @@ impl Builder {
         match self.stack_size {
             Some(bytes) if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&bytes) => {
                 Err(BuildError::InvalidStackSize { requested: bytes })
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// The trace ring capacity, if one was set, checked against [`MAX_TRACE_CAPACITY`].
+    pub(super) fn checked_trace_capacity(&self) -> Result<Option<usize>, BuildError> {
+        match self.trace_capacity {
+            Some(events) if events > MAX_TRACE_CAPACITY => {
+                Err(BuildError::InvalidTraceCapacity { requested: events })
             }
             other => Ok(other),
         }
@@ -322,6 +347,11 @@ pub enum BuildError {
         /// The stack size asked for, in bytes.
         requested: usize,
     },
+    /// [`Builder::trace_capacity`] above 2^24 events.
+    InvalidTraceCapacity {
+        /// The capacity asked for, in events.
+        requested: usize,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -355,6 +385,10 @@ impl fmt::Display for BuildError {
             BuildError::InvalidStackSize { requested } => write!(
                 f,
                 "a stack of {requested} bytes requested; use {MIN_STACK_SIZE} to {MAX_STACK_SIZE} bytes"
+            ),
+            BuildError::InvalidTraceCapacity { requested } => write!(
+                f,
+                "a trace ring of {requested} events requested; at most {MAX_TRACE_CAPACITY} are supported"
             ),
         }
     }

@@ -150,6 +150,8 @@ impl Runtime {
         // Checked here: a stack too small for a panic's backtrace aborts the process at the
         // first user panic, and `usize::MAX` wraps inside the OS's own size arithmetic.
         let stack_size = builder.checked_stack_size()?;
+        // Checked here: rounding `usize::MAX` up to a power of two panics.
+        let trace_capacity = builder.checked_trace_capacity()?;
         // Before any worker can run a light barrier (sync/barrier.rs).
         barrier::init();
 
@@ -165,11 +167,9 @@ impl Runtime {
         let options = registry::Options {
             active,
             groups,
-            trace_capacity: builder.resolved_trace().then(|| {
-                builder
-                    .trace_capacity
-                    .unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)
-            }),
+            trace_capacity: builder
+                .resolved_trace()
+                .then(|| trace_capacity.unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)),
             poll_time_histogram: builder.poll_time_histogram,
         };
         let registry = Arc::new(Registry::new(
