@@ -137,6 +137,7 @@ pub use join::{join, scope, Scope};
 pub use runtime::{
     block_on, current_num_workers, current_worker_index, default_runtime, spawn, spawn_blocking,
     submit, ActiveWorkersError, BuildError, Builder, Runtime, SubmitError, MAX_WORKERS,
+    MIN_STACK_SIZE,
 };
 #[cfg(not(loom))]
 pub use stats::{Stats, WorkerStats};

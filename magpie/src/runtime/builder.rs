@@ -10,6 +10,25 @@ use super::Runtime;
 /// this is far beyond any machine's useful thread count).
 pub const MAX_WORKERS: usize = 1 << 16;
 
+/// The smallest stack [`Builder::stack_size`] accepts, in bytes (64 KiB).
+///
+/// A smaller stack is accepted by the OS (Linux rounds anything up to 16 KiB) but not by the
+/// work a thread always does: a debug build printing a panic's backtrace
+/// (`RUST_BACKTRACE=1`) on a 16 or 24 KiB worker stack overflowed it and aborted the process,
+/// at 32 KiB it did not (measured with `magpie/tests/bad_input.rs`'s stack sizes); 64 KiB is
+/// twice that.
+pub const MIN_STACK_SIZE: usize = 64 << 10;
+
+/// The largest stack [`Builder::stack_size`] accepts: `isize::MAX` bytes, the most any Rust
+/// allocation may hold. Sizes up to it are handed to the OS, which may still refuse them
+/// ([`BuildError::Spawn`]).
+const MAX_STACK_SIZE: usize = isize::MAX as usize;
+
+/// The most events [`Builder::trace_capacity`] accepts per worker: 2^24, 256 MiB per worker,
+/// 256 times the default. Beyond some size the ring cannot be allocated (an abort), and at
+/// `usize::MAX` rounding up to a power of two overflows (a panic).
+const MAX_TRACE_CAPACITY: usize = 1 << 24;
+
 /// Configures and builds a [`Runtime`].
 ///
 /// # Examples
@@ -57,8 +76,19 @@ impl Builder {
         self
     }
 
-    /// Sets each worker thread's stack size in bytes. Deeply recursive `join` code may need
-    /// more than the platform default.
+    /// Sets each worker thread's stack size in bytes, and each blocking thread's. Deeply
+    /// recursive `join` code may need more than the platform default.
+    ///
+    /// A size below [`MIN_STACK_SIZE`] (0 included) or above `isize::MAX` makes
+    /// [`Builder::build`] fail with [`BuildError::InvalidStackSize`]; a size in range that
+    /// the OS cannot provide makes it fail with [`BuildError::Spawn`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = magpie::Runtime::builder().stack_size(0).build().unwrap_err();
+    /// assert!(matches!(err, magpie::BuildError::InvalidStackSize { requested: 0 }));
+    /// ```
     pub fn stack_size(mut self, bytes: usize) -> Builder {
         self.stack_size = Some(bytes);
         self
@@ -158,7 +188,16 @@ impl Builder {
     }
 
     /// How many events each worker's trace ring keeps (rounded up to a power of two); the
-    /// oldest are overwritten. Default 65,536 (1 MiB per worker).
+    /// oldest are overwritten. Default 65,536 (1 MiB per worker). More than 2^24 events
+    /// (256 MiB per worker) makes [`Builder::build`] fail with
+    /// [`BuildError::InvalidTraceCapacity`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = magpie::Runtime::builder().trace_capacity(usize::MAX).build().unwrap_err();
+    /// assert!(matches!(err, magpie::BuildError::InvalidTraceCapacity { .. }));
+    /// ```
     pub fn trace_capacity(mut self, events: usize) -> Builder {
         self.trace_capacity = Some(events);
         self
@@ -186,9 +225,13 @@ impl Builder {
     /// # Errors
     ///
     /// [`BuildError::ZeroWorkers`] or [`BuildError::TooManyWorkers`] for a bad worker
-    /// count; [`BuildError::InvalidThreadName`] for a name with a NUL byte;
-    /// [`BuildError::Spawn`] if the OS refused a thread, in which case the threads
-    /// already started have been stopped and joined.
+    /// count; [`BuildError::MaxWorkersBelowWorkers`], [`BuildError::InvalidStealGroups`],
+    /// [`BuildError::ZeroBlockingThreads`], [`BuildError::InvalidStackSize`] and
+    /// [`BuildError::InvalidTraceCapacity`] for the
+    /// other settings out of range; [`BuildError::InvalidThreadName`] for a name with a NUL
+    /// byte; [`BuildError::Spawn`] if the OS refused a thread, in which case the threads
+    /// already started have been stopped and joined. Nothing is started unless every
+    /// setting is valid.
     ///
     /// # Examples
     ///
@@ -217,6 +260,27 @@ impl Builder {
     /// ```
     pub fn build_global(self) -> Result<(), BuildError> {
         super::global::init(self)
+    }
+
+    /// The stack size, if one was set, checked against [`MIN_STACK_SIZE`] and
+    /// [`MAX_STACK_SIZE`].
+    pub(super) fn checked_stack_size(&self) -> Result<Option<usize>, BuildError> {
+        match self.stack_size {
+            Some(bytes) if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&bytes) => {
+                Err(BuildError::InvalidStackSize { requested: bytes })
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// The trace ring capacity, if one was set, checked against [`MAX_TRACE_CAPACITY`].
+    pub(super) fn checked_trace_capacity(&self) -> Result<Option<usize>, BuildError> {
+        match self.trace_capacity {
+            Some(events) if events > MAX_TRACE_CAPACITY => {
+                Err(BuildError::InvalidTraceCapacity { requested: events })
+            }
+            other => Ok(other),
+        }
     }
 
     pub(super) fn resolved_worker_threads(&self) -> usize {
@@ -278,6 +342,16 @@ pub enum BuildError {
         /// The number of workers (the maximum, with [`Builder::max_workers`]).
         workers: usize,
     },
+    /// [`Builder::stack_size`] below [`MIN_STACK_SIZE`] or above `isize::MAX` bytes.
+    InvalidStackSize {
+        /// The stack size asked for, in bytes.
+        requested: usize,
+    },
+    /// [`Builder::trace_capacity`] above 2^24 events.
+    InvalidTraceCapacity {
+        /// The capacity asked for, in events.
+        requested: usize,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -307,6 +381,14 @@ impl fmt::Display for BuildError {
             BuildError::InvalidStealGroups { groups, workers } => write!(
                 f,
                 "{groups} steal groups requested for {workers} workers; use 1 to {workers}"
+            ),
+            BuildError::InvalidStackSize { requested } => write!(
+                f,
+                "a stack of {requested} bytes requested; use {MIN_STACK_SIZE} to {MAX_STACK_SIZE} bytes"
+            ),
+            BuildError::InvalidTraceCapacity { requested } => write!(
+                f,
+                "a trace ring of {requested} events requested; at most {MAX_TRACE_CAPACITY} are supported"
             ),
         }
     }

@@ -123,7 +123,8 @@ impl Runtime {
     ///
     /// An error of kind [`io::ErrorKind::Unsupported`] if tracing is off (see
     /// [`Builder::trace`](crate::Builder::trace)), or the error of creating or writing the
-    /// file.
+    /// file (of the OS error's kind, such as [`io::ErrorKind::NotFound`] for a missing
+    /// directory, with a message that names the path).
     ///
     /// # Examples
     ///
@@ -147,7 +148,16 @@ impl Runtime {
             ));
         };
         let events: Vec<_> = traces.iter().map(|ring| ring.events()).collect();
-        let file = std::fs::File::create(path)?;
+        let path = path.as_ref();
+        // The OS error alone ("No such file or directory") does not say which file; the
+        // kind is kept so that callers can still match on it.
+        let named = |err: io::Error| {
+            io::Error::new(
+                err.kind(),
+                format!("cannot write the trace to {}: {err}", path.display()),
+            )
+        };
+        let file = std::fs::File::create(path).map_err(named)?;
         let now = self.registry.uptime_ns();
         trace::write_chrome_json(
             &mut io::BufWriter::new(file),
@@ -155,6 +165,7 @@ impl Runtime {
             self.registry.id,
             now,
         )
+        .map_err(named)
     }
 }
 

@@ -16,7 +16,7 @@ use std::future::Future;
 use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 
-pub use builder::{BuildError, Builder, MAX_WORKERS};
+pub use builder::{BuildError, Builder, MAX_WORKERS, MIN_STACK_SIZE};
 pub use control::ActiveWorkersError;
 
 use crate::queue::{chase_lev, local};
@@ -147,6 +147,11 @@ impl Runtime {
         if max_blocking == 0 {
             return Err(BuildError::ZeroBlockingThreads);
         }
+        // Checked here: a stack too small for a panic's backtrace aborts the process at the
+        // first user panic, and `usize::MAX` wraps inside the OS's own size arithmetic.
+        let stack_size = builder.checked_stack_size()?;
+        // Checked here: rounding `usize::MAX` up to a power of two panics.
+        let trace_capacity = builder.checked_trace_capacity()?;
         // Before any worker can run a light barrier (sync/barrier.rs).
         barrier::init();
 
@@ -157,16 +162,14 @@ impl Runtime {
             max_blocking,
             builder.blocking_keep_alive.unwrap_or(DEFAULT_KEEP_ALIVE),
             name.to_owned(),
-            builder.stack_size,
+            stack_size,
         );
         let options = registry::Options {
             active,
             groups,
-            trace_capacity: builder.resolved_trace().then(|| {
-                builder
-                    .trace_capacity
-                    .unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)
-            }),
+            trace_capacity: builder
+                .resolved_trace()
+                .then(|| trace_capacity.unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)),
             poll_time_histogram: builder.poll_time_histogram,
         };
         let registry = Arc::new(Registry::new(
@@ -190,7 +193,7 @@ impl Runtime {
                 ring,
             };
             let mut thread = std::thread::Builder::new().name(format!("{name}-{index}"));
-            if let Some(bytes) = builder.stack_size {
+            if let Some(bytes) = stack_size {
                 thread = thread.stack_size(bytes);
             }
             let exits_here = exits.clone();

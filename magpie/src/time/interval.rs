@@ -6,16 +6,20 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use super::sleep::Sleep;
+use super::sleep::{far_future, Sleep};
 
 /// The shortest period: the timer resolution.
 const MIN_PERIOD: Duration = Duration::from_millis(1);
 
 /// A timer that ticks every `period`, the first tick at once.
 ///
-/// A period below the 1 ms resolution (zero included) is rounded up to 1 ms. Ticks missed
-/// while the task was busy are delivered at once, one per `tick()`, until the schedule is
-/// caught up (tokio calls this "burst").
+/// A period below the 1 ms resolution (zero included) is rounded up to 1 ms, rather than
+/// rejected with a panic as tokio does: a zero period has one sensible reading, "as often
+/// as the timer can". A period so long that the next tick would overflow `Instant`
+/// (`Duration::MAX`) ticks once, at once, and then never again, as
+/// [`sleep(Duration::MAX)`](fn@crate::time::sleep) never fires. Ticks missed while the task was
+/// busy are delivered at once, one per `tick()`, until the schedule is caught up (tokio
+/// calls this "burst").
 ///
 /// # Examples
 ///
@@ -98,7 +102,10 @@ impl Interval {
         match Pin::new(&mut self.sleep).poll(cx) {
             Poll::Ready(()) => {
                 let tick = self.next;
-                self.next = tick.checked_add(self.period).unwrap_or(tick);
+                // A tick beyond what `Instant` can hold is a tick that never comes. (Falling
+                // back to `tick` itself, in the past, made `interval(Duration::MAX)` tick on
+                // every poll.)
+                self.next = tick.checked_add(self.period).unwrap_or_else(far_future);
                 self.sleep.reset(self.next);
                 Poll::Ready(tick)
             }
