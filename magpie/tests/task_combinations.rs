@@ -51,6 +51,7 @@ use std::thread;
 
 use async_support::{channel_waker, poll_once, runtime, Counter, HANG_DEADLINE};
 use magpie::task::{JoinError, JoinHandle};
+use magpie::Runtime;
 
 /// Cases per worker count: 4 futures × 2 outputs × 16 possible (handle, abort) pairs.
 const CASES_PER_WORKER_COUNT: usize = 128;
@@ -344,6 +345,23 @@ fn outcome_of(result: &mut Option<Result<Out, JoinError>>) -> Outcome {
     }
 }
 
+/// Holds every worker of `rt` in a submitted closure, and returns once all are held. They go
+/// on when the test and `others` more threads wait on the returned barrier.
+fn hold_workers(rt: &Runtime, others: usize) -> Arc<Barrier> {
+    let workers = rt.num_workers();
+    let entered = Arc::new(Barrier::new(workers + 1));
+    let release = Arc::new(Barrier::new(workers + 1 + others));
+    for _ in 0..workers {
+        let (entered, release) = (entered.clone(), release.clone());
+        drop(rt.submit(move || {
+            entered.wait();
+            release.wait();
+        }));
+    }
+    entered.wait();
+    release
+}
+
 fn run_case(case: Case) {
     let rt = runtime(case.workers);
     let tally = Tally::default();
@@ -353,16 +371,7 @@ fn run_case(case: Case) {
     // Hold every worker, so that the task cannot run before the test lets it.
     let workers = case.workers;
     let racer = usize::from(case.abort == AbortAt::Concurrently);
-    let entered = Arc::new(Barrier::new(workers + 1));
-    let release = Arc::new(Barrier::new(workers + 1 + racer));
-    for _ in 0..workers {
-        let (entered, release) = (entered.clone(), release.clone());
-        drop(rt.submit(move || {
-            entered.wait();
-            release.wait();
-        }));
-    }
-    entered.wait();
+    let release = hold_workers(&rt, racer);
 
     let aborter = (racer == 1).then(|| {
         let (slot, release) = (slot.clone(), release.clone());
@@ -563,8 +572,10 @@ fn every_combination_on_two_workers() {
 /// Regression test (found by the matrix: a detached task's output was dropped after
 /// `wait_idle` returned). The completer of a task whose handle is gone dropped the output
 /// after the task left the live list, so `wait_idle` (and `tasks_alive == 0`) could be seen
-/// while the output's destructor had not run yet. The drop yields a few times to widen that
-/// window; it is not a timing assertion.
+/// while the output's destructor had not run yet. The workers are held until every handle is
+/// dropped, so that each task completes detached; the drop yields a few times to widen the
+/// window. (A handle dropped while its task completes can still lose this race: see
+/// `Harness::complete`.)
 #[test]
 fn wait_idle_waits_for_a_detached_tasks_output_drop() {
     struct SlowDrop(Counter);
@@ -580,10 +591,12 @@ fn wait_idle_waits_for_a_detached_tasks_output_drop() {
     for workers in [1, 2] {
         let rt = runtime(workers);
         let drops = Counter::new();
+        let release = hold_workers(&rt, 0);
         for _ in 0..TASKS {
             let d = drops.clone();
             drop(rt.spawn(async move { SlowDrop(d) }));
         }
+        release.wait();
         rt.wait_idle();
         assert_eq!(
             drops.get(),

@@ -185,8 +185,11 @@ where
             // drop it now, before the task leaves the live list, so that `wait_idle` returns
             // only after a detached task's output destructor has run. (Storing it and
             // dropping it after `transition_to_complete`, as below, let `wait_idle` return
-            // first: tests/task_combinations.rs found it.) A handle dropped between this load
-            // and `transition_to_complete` still leaves the drop to the branch below.
+            // first: tests/task_combinations.rs found it.) Not airtight: a handle dropped
+            // between this load and `transition_to_complete` still leaves the drop to the
+            // branch below, after the task left the list. Closing that window needs the
+            // handle to take the drop over once the output is stored (a state bit), since
+            // the task must leave the list before a handle can see it complete.
             if let Err(payload) = halt_unwinding(move || drop(result)) {
                 drop_payload(payload);
             }
