@@ -145,15 +145,15 @@ struct Case {
 impl Case {
     /// Whether the handle still exists when the abort is due.
     fn is_possible(self) -> bool {
-        match (self.handle, self.abort) {
-            (_, AbortAt::Never) | (_, AbortAt::BeforeFirstPoll) => true,
-            (HandleFate::DroppedBeforeRun, _) => false,
-            // The future aborts and then drops its handle, in that order.
-            (HandleFate::DroppedDuringPoll, AbortAt::DuringPoll) => true,
-            (HandleFate::DroppedDuringPoll, AbortAt::AfterCompletion) => false,
-            // The racing aborter aborts only if the handle is still in the slot.
-            (HandleFate::DroppedDuringPoll, AbortAt::Concurrently) => true,
-            _ => true,
+        match self.abort {
+            AbortAt::Never | AbortAt::BeforeFirstPoll => true,
+            // Dropped before the task runs: nothing is left to abort with.
+            _ if self.handle == HandleFate::DroppedBeforeRun => false,
+            // The future drops its handle in its first poll.
+            AbortAt::AfterCompletion => self.handle != HandleFate::DroppedDuringPoll,
+            // The future aborts, then drops its handle; the racing aborter aborts only if it
+            // still finds the handle in the slot.
+            AbortAt::DuringPoll | AbortAt::Concurrently => true,
         }
     }
 
@@ -362,7 +362,8 @@ fn hold_workers(rt: &Runtime, others: usize) -> Arc<Barrier> {
     release
 }
 
-fn run_case(case: Case) {
+/// Runs one case and returns its outcome.
+fn run_case(case: Case) -> Outcome {
     let rt = runtime(case.workers);
     let tally = Tally::default();
     let slot = Slot::default();
@@ -525,12 +526,15 @@ fn run_case(case: Case) {
         produced,
         "output drops after shutdown"
     );
+    outcome
 }
 
 fn run_all(workers: usize) {
     silence_expected_panics();
     let heartbeat = Heartbeat::start();
     let mut cases = 0;
+    // How the racing aborts came out (reported, not asserted: it depends on the timing).
+    let (mut raced_in_time, mut raced_too_late) = (0, 0);
     for future in FutureKind::ALL {
         for output_drop_panics in [false, true] {
             for handle in HandleFate::ALL {
@@ -546,16 +550,29 @@ fn run_all(workers: usize) {
                         continue;
                     }
                     heartbeat.case(case);
-                    if let Err(failure) = panic::catch_unwind(|| run_case(case)) {
-                        eprintln!("task_combinations: failed case {case:?}");
-                        panic::resume_unwind(failure);
+                    let outcome = match panic::catch_unwind(|| run_case(case)) {
+                        Ok(outcome) => outcome,
+                        Err(failure) => {
+                            eprintln!("task_combinations: failed case {case:?}");
+                            panic::resume_unwind(failure);
+                        }
+                    };
+                    if abort == AbortAt::Concurrently {
+                        if outcome == case.expected()[0] {
+                            raced_too_late += 1;
+                        } else {
+                            raced_in_time += 1;
+                        }
                     }
                     cases += 1;
                 }
             }
         }
     }
-    println!("task_combinations: {cases} cases on {workers} worker(s)");
+    println!(
+        "task_combinations: {cases} cases on {workers} worker(s); racing aborts: \
+         {raced_in_time} cancelled the task, {raced_too_late} left its outcome unchanged"
+    );
     assert_eq!(cases, CASES_PER_WORKER_COUNT);
 }
 
