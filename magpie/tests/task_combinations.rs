@@ -9,7 +9,7 @@
 //! * **future** ([`FutureKind`]): panics in its first `poll`, panics in its destructor, both,
 //!   or neither. (The panicking poll is the first one, so that an abort from inside that poll
 //!   meets a panic: the panic wins.)
-//! * **output** : its destructor panics, or not. Only an output that was produced is dropped.
+//! * **output**: its destructor panics, or not. Only an output that was produced is dropped.
 //! * **handle** ([`HandleFate`]): dropped before the task first runs, dropped by the future
 //!   itself during its first poll, dropped after the task completed (unread), or never dropped
 //!   (joined after completion).
@@ -38,7 +38,12 @@
 //! nothing.
 //!
 //! The panics are `panic_any(Boom::..)` payloads, so that the handle's payload names which
-//! panic it was, and a panic hook keeps them out of the test output.
+//! panic it was, and a panic hook keeps them out of the test output. Each test prints its case
+//! count and how the racing aborts came out (`--nocapture`).
+//!
+//! The matrix found one defect, kept as its own regression test below
+//! ([`wait_idle_waits_for_a_detached_tasks_output_drop`]): a detached task's output was
+//! dropped after the task had left the live list, so `wait_idle` could return first.
 
 mod async_support;
 
