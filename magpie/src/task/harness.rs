@@ -172,13 +172,28 @@ where
         unsafe { self.core().drop_stage() }
     }
 
-    /// Stores the result, marks the task complete, wakes the join waker or drops the output
-    /// (state.rs invariants 3 and 4), and drops the reference this thread held while it held
-    /// `RUNNING`.
+    /// Stores the result (or drops it, if the handle is gone already), marks the task
+    /// complete, wakes the join waker or drops the output (state.rs invariants 3 and 4), and
+    /// drops the reference this thread held while it held `RUNNING`.
     fn complete(self, result: Result<F::Output, JoinError>) {
-        // SAFETY: state.rs invariant 2: this thread still holds RUNNING, and the future is
-        // gone (every caller dropped it).
-        unsafe { self.core().store_output(result) };
+        if self.state().load().is_join_interested() {
+            // SAFETY: state.rs invariant 2: this thread still holds RUNNING, and the future is
+            // gone (every caller dropped it).
+            unsafe { self.core().store_output(result) };
+        } else {
+            // The handle is gone (JOIN_INTEREST is never set again), so the result is ours:
+            // drop it now, before the task leaves the live list, so that `wait_idle` returns
+            // only after a detached task's output destructor has run. (Storing it and
+            // dropping it after `transition_to_complete`, as below, let `wait_idle` return
+            // first: tests/task_combinations.rs found it.) Not airtight: a handle dropped
+            // between this load and `transition_to_complete` still leaves the drop to the
+            // branch below, after the task left the list. Closing that window needs the
+            // handle to take the drop over once the output is stored (a state bit), since
+            // the task must leave the list before a handle can see it complete.
+            if let Err(payload) = halt_unwinding(move || drop(result)) {
+                drop_payload(payload);
+            }
+        }
         // Leave the owner's list of live tasks before the handle can see the task complete,
         // so that a caller who awaited every handle sees none alive. If the list held a
         // reference, it is ours now; we still hold our own, so it is not the last.
@@ -188,7 +203,8 @@ where
         }
         let snapshot = self.state().transition_to_complete();
         if !snapshot.is_join_interested() {
-            // State.rs invariant 3: the handle gave up first, so the output is ours to drop.
+            // State.rs invariant 3: the handle gave up first, so the output is ours to drop
+            // (nothing, if it was dropped above).
             // SAFETY: invariant 3; JOIN_INTEREST is never set again, so nobody else reads it.
             if let Err(payload) = unsafe { self.core().drop_stage() } {
                 drop_payload(payload);

@@ -28,6 +28,94 @@ use super::state::TransitionToCancelled;
 /// let err = rt.block_on(failing).unwrap_err();
 /// assert!(err.is_panic());
 /// ```
+///
+/// # Task lifecycle
+///
+/// What the handle yields, and who drops the future and the output, for each way a task's
+/// life can go. Every future is dropped exactly once, on a worker (or, at shutdown, on the
+/// thread dropping the runtime), and before the handle can see the task finish; every output
+/// is dropped exactly once. A panic in `poll` or in either destructor is caught: it never
+/// aborts the process or stops a worker. `tests/task_combinations.rs` checks every
+/// combination of these rows.
+///
+/// | What happens | The handle yields | The future is dropped | The output is dropped |
+/// |---|---|---|---|
+/// | `poll` returns `Ready` | `Ok(output)` | by the worker, after that poll | by whoever reads it, else see "handle dropped" |
+/// | `poll` panics | `Err`, [`is_panic`](JoinError::is_panic), with that panic's payload | by the worker, after that poll | (none) |
+/// | the future's destructor panics after `Ready` or a panicking `poll` | what it would have: that panic is discarded | by the worker | as in the rows above |
+/// | the future's destructor panics while the task is cancelled | `Err`, `is_panic`, with the destructor's payload (the only thing the task did) | by the worker | (none) |
+/// | the output's destructor panics | (unchanged) | (unchanged) | the panic is the dropper's: it unwinds in the reader's code, and is caught and discarded when the handle's destructor or a worker drops it |
+/// | [`abort`](JoinHandle::abort) before the first poll (or while the task waits) | `Err`, [`is_cancelled`](JoinError::is_cancelled), never polled again | by a worker, the next time the task would have run | (none) |
+/// | `abort` during a poll (from anywhere, the task itself included) | that poll decides: `Pending` gives `is_cancelled`, `Ready` gives `Ok(output)`, a panic gives `is_panic` | by the worker, when that poll returns | if `Ready`: as above |
+/// | `abort` after the task finished | its result, unchanged | (already) | (unchanged) |
+/// | the runtime shuts down | `is_cancelled`, as an abort | idle tasks: by the thread dropping the runtime; running ones: by their worker | (none) |
+/// | handle dropped before or during the run (detached) | (nobody) | the task keeps running: by its worker | by the worker at completion; [`Runtime::wait_idle`](crate::Runtime::wait_idle) waits for that drop unless the handle's drop raced with the completion itself |
+/// | handle dropped after the task finished, unread | (nobody) | (already) | by the handle's destructor |
+/// | handle awaited or [`join`](JoinHandle::join)ed | as the rows above | (already) | by the caller, who owns the output |
+///
+/// Aborting needs the handle: once it is dropped, the task can no longer be aborted (except by
+/// the runtime's shutdown). A task leaves the runtime's live-task count just before it is
+/// marked finished, so that a handle that resolved never counts as alive; right after
+/// `wait_idle` returns, [`is_finished`](JoinHandle::is_finished) may still be false for an
+/// instant, and awaiting the handle returns at once.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+/// use std::sync::Arc;
+///
+/// /// Counts its drops; panics in `drop` if asked to.
+/// struct Guard {
+///     drops: Arc<AtomicUsize>,
+///     panics: bool,
+/// }
+///
+/// impl Drop for Guard {
+///     fn drop(&mut self) {
+///         self.drops.fetch_add(1, SeqCst);
+///         if self.panics {
+///             panic!("guard dropped");
+///         }
+///     }
+/// }
+///
+/// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+/// let drops = Arc::new(AtomicUsize::new(0));
+/// let guard = |panics| Guard { drops: drops.clone(), panics };
+///
+/// // Aborted while it waits: a worker drops the future, and the handle says so.
+/// let g = guard(false);
+/// let handle = rt.spawn(async move {
+///     let _g = g;
+///     std::future::pending::<()>().await
+/// });
+/// handle.abort();
+/// assert!(handle.join().unwrap_err().is_cancelled());
+/// assert_eq!(drops.load(SeqCst), 1);
+///
+/// // A cancelled future whose destructor panics: that panic is the task's result.
+/// let g = guard(true);
+/// let handle = rt.spawn(async move {
+///     let _g = g;
+///     std::future::pending::<()>().await
+/// });
+/// handle.abort();
+/// let err = handle.join().unwrap_err();
+/// assert!(err.is_panic());
+/// assert_eq!(*err.into_panic().downcast::<&str>().unwrap(), "guard dropped");
+/// assert_eq!(drops.load(SeqCst), 2);
+///
+/// // An output whose destructor panics, dropped by the handle's destructor: caught there.
+/// let output = guard(true);
+/// let handle = rt.spawn(async move { output });
+/// while !handle.is_finished() {
+///     std::thread::yield_now();
+/// }
+/// drop(handle);
+/// assert_eq!(drops.load(SeqCst), 3);
+///
+/// // The workers survived every panic.
+/// assert_eq!(rt.spawn(async { 7 }).join().unwrap(), 7);
+/// ```
 pub struct JoinHandle<T> {
     raw: RawTask,
     _output: PhantomData<T>,
