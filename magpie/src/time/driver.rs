@@ -166,6 +166,11 @@ impl Driver {
             let mut wheel = lock(&self.wheel);
             wheel.poll(self.now_ms(), &mut fired);
             let next = wheel.next_expiration().unwrap_or(NONE);
+            if cfg!(magpie_loom_broken) {
+                // A negative control for `loom_driver`: storing after unlocking lets a stale
+                // `next` overwrite a registration's lowering, stranding its timer.
+                drop(wheel);
+            }
             // SeqCst: see the module docs. Under the lock, so registrations (which lower it
             // after inserting, under the same lock first) cannot be overwritten by a stale
             // value: a registration that inserted before our `poll` is in `next`, one that
@@ -198,3 +203,7 @@ impl Driver {
         drop(all);
     }
 }
+
+#[cfg(all(test, loom))]
+#[path = "loom_driver.rs"]
+mod loom_driver;

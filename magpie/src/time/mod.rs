@@ -23,7 +23,7 @@
 //! assert_eq!(answer, 0);
 //! ```
 
-#[cfg(not(loom))]
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) mod driver;
 #[cfg(not(loom))]
 mod interval;
