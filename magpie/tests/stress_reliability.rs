@@ -141,7 +141,7 @@ fn ten_million_nested_tasks_each_run_exactly_once() {
     let watchdog = Watchdog::start("ten_million_nested_tasks_each_run_exactly_once");
     // 5,000 tasks per tree: levels 0..=6 of a 4-ary tree, the last one partly filled.
     let size = scale(1_000, 5_000);
-    let trees = scale(40, 400);
+    let trees = scale(100, 400);
     let total = trees * size;
     for workers in WORKER_COUNTS {
         let rt = runtime(workers);
@@ -326,7 +326,7 @@ fn lost_wakeup_soak_ping_pong() {
     let watchdog = Watchdog::start("lost_wakeup_soak_ping_pong");
     let seed = seed("lost_wakeup_soak_ping_pong");
     let mut rng = SplitMix64::new(seed);
-    let total = scale(5_000, 1_000_000);
+    let total = scale(20_000, 1_000_000);
     // Most round trips on two workers (the two players always on different workers when
     // both run), the rest with an idle third worker searching and with two pairs on four.
     for (workers, pairs, share) in [(2, 1, 2), (3, 1, 1), (4, 2, 1)] {
@@ -374,7 +374,7 @@ fn lost_wakeup_soak_outside_spawns_into_idle_pool() {
     let watchdog = Watchdog::start("lost_wakeup_soak_outside_spawns_into_idle_pool");
     let seed = seed("lost_wakeup_soak_outside_spawns_into_idle_pool");
     let mut rng = SplitMix64::new(seed);
-    let spawns = scale(2_000, 34_000);
+    let spawns = scale(5_000, 34_000);
     for workers in [1, 2, 4] {
         let rt = runtime(workers);
         watchdog.phase(
@@ -604,5 +604,43 @@ fn timers_never_fire_early_or_after_cancellation() {
         assert_eq!(stats.timers_pending, 0, "{workers} workers: {stats:?}");
         assert_eq!(stats.tasks_alive, 0, "{workers} workers: {stats:?}");
         eprintln!("{timers} timers on {workers} workers: {cancelled} aborted before firing");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. the watchdog itself
+// ---------------------------------------------------------------------------------------------
+
+/// The watchdog turns a stall into an abort that names the test and phase and dumps the
+/// runtime's statistics. The stall is staged in a child process (this test binary, run in a
+/// child mode), which the watchdog must kill after [`common::STALL`].
+#[test]
+fn watchdog_turns_a_stall_into_an_abort_with_a_stats_dump() {
+    const NAME: &str = "watchdog_turns_a_stall_into_an_abort_with_a_stats_dump";
+    if common::is_child("stall") {
+        let watchdog = Watchdog::start(NAME);
+        let rt = runtime(2);
+        watchdog.phase("a deliberate stall", &rt);
+        // A task that never finishes, waited for: nothing bumps the progress counter.
+        rt.block_on(std::future::pending::<()>());
+        unreachable!("the watchdog should have aborted the process");
+    }
+    let out = common::run_child(common::child_test(NAME, "stall"));
+    assert!(
+        !out.status.success(),
+        "the stalled child exited cleanly: {out:?}"
+    );
+    for expected in [
+        "watchdog: `watchdog_turns_a_stall_into_an_abort_with_a_stats_dump` stalled in phase \
+         `a deliberate stall`",
+        "Stats {",
+        "tasks_alive",
+        "Aborting.",
+    ] {
+        assert!(
+            out.stderr.contains(expected),
+            "no {expected:?} in the child's stderr:\n{}",
+            out.stderr
+        );
     }
 }
