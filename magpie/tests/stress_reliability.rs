@@ -225,43 +225,63 @@ struct Turn {
     wakers: [AtomicWaker; 2],
 }
 
-/// One player of a ping-pong: waits for its turn, busy-spins a random 0-20 µs, passes the
-/// turn (waking the other player), spins another random 0-20 µs (so the woken player either
-/// waits in this worker's queue or is stolen by the other worker, which may be parked or on
-/// its way to parking), and waits again, until `handoffs` passes have been made in all;
-/// checks that it made half of them.
-async fn player(
-    me: u64,
-    turn: Arc<Turn>,
-    handoffs: u64,
-    seed: u64,
-    progress: Arc<AtomicU64>,
-    rt: Weak<Runtime>,
-) {
-    let mut rng = SplitMix64::new(seed);
-    let mut mine = 0;
-    loop {
-        let value = poll_fn(|cx| {
+impl Turn {
+    fn new() -> Turn {
+        Turn {
+            value: AtomicU64::new(0),
+            wakers: [AtomicWaker::new(), AtomicWaker::new()],
+        }
+    }
+
+    /// Waits until player `me` holds the turn or `handoffs` passes have been made; returns
+    /// the number of passes so far.
+    fn wait(&self, me: u64, handoffs: u64) -> impl Future<Output = u64> + '_ {
+        poll_fn(move |cx| {
             // AtomicWaker protocol: register, then check, so a pass in between is not lost.
-            turn.wakers[me as usize].register(cx.waker());
-            let value = turn.value.load(SeqCst);
+            self.wakers[me as usize].register(cx.waker());
+            let value = self.value.load(SeqCst);
             if value >= handoffs || value % 2 == me {
                 Poll::Ready(value)
             } else {
                 Poll::Pending
             }
         })
-        .await;
+    }
+
+    /// Player `me`, holding the turn at `value` passes, passes it and wakes the other player.
+    fn pass(&self, me: u64, value: u64) {
+        self.value.store(value + 1, SeqCst);
+        self.wakers[1 - me as usize].wake();
+    }
+}
+
+/// One player of a ping-pong on the pool: waits for its turn, busy-spins a random 0-20 µs,
+/// passes the turn (waking the other player), spins another random 0-20 µs (so the woken
+/// player either waits in this worker's queue or is stolen by the other worker, which may be
+/// parked or on its way to parking), and waits again, until `handoffs` passes have been made
+/// in all; checks that it made half of them. With `rt`, one pass in [`PARKED_PASS`] waits
+/// instead until another worker of `rt` is parked.
+async fn player(
+    me: u64,
+    turn: Arc<Turn>,
+    handoffs: u64,
+    seed: u64,
+    progress: Arc<AtomicU64>,
+    rt: Option<Weak<Runtime>>,
+) {
+    let mut rng = SplitMix64::new(seed);
+    let mut mine = 0;
+    loop {
+        let value = turn.wait(me, handoffs).await;
         if value >= handoffs {
             assert_eq!(mine, handoffs / 2, "player {me}: handoffs");
             return;
         }
-        if rng.one_in(PARKED_PASS) {
-            // Sometimes pass only once another worker is parked: the 0-20 µs pauses are
-            // shorter than a worker's spin-and-yield stretch before it parks, so without this
-            // most passes would find the other worker still searching.
+        if rng.one_in(PARKED_PASS) && rt.is_some() {
+            // The 0-20 µs pauses are shorter than a worker's spin-and-yield stretch before it
+            // parks, so without this most passes would find the other worker still searching.
             // (A weak reference: the last one must not be dropped on a worker.)
-            if let Some(rt) = rt.upgrade() {
+            if let Some(rt) = rt.as_ref().and_then(Weak::upgrade) {
                 let here = magpie::current_worker_index();
                 wait_for_workers(&rt, |w| {
                     (0..w.len()).any(|i| Some(i) != here && is_parked(&w[i]))
@@ -270,8 +290,7 @@ async fn player(
         } else {
             spin_for(Duration::from_nanos(rng.below(20_001)));
         }
-        turn.value.store(value + 1, SeqCst);
-        turn.wakers[1 - me as usize].wake();
+        turn.pass(me, value);
         mine += 1;
         progress.fetch_add(1, Relaxed);
         spin_for(Duration::from_nanos(rng.below(20_001)));
@@ -290,10 +309,7 @@ fn ping_pong(
     let workers = rt.num_workers();
     let games: Vec<_> = (0..pairs)
         .map(|p| {
-            let turn = Arc::new(Turn {
-                value: AtomicU64::new(0),
-                wakers: [AtomicWaker::new(), AtomicWaker::new()],
-            });
+            let turn = Arc::new(Turn::new());
             let handles: Vec<_> = (0..2u64)
                 .map(|me| {
                     let (turn, seed, progress) =
@@ -301,7 +317,14 @@ fn ping_pong(
                     let worker = (2 * p + me as usize) % workers;
                     let weak = Arc::downgrade(rt);
                     rt.submit_to(worker, move || {
-                        magpie::spawn(player(me, turn, 2 * round_trips, seed, progress, weak))
+                        magpie::spawn(player(
+                            me,
+                            turn,
+                            2 * round_trips,
+                            seed,
+                            progress,
+                            Some(weak),
+                        ))
                     })
                     .unwrap()
                 })
@@ -327,8 +350,9 @@ fn lost_wakeup_soak_ping_pong() {
     let seed = seed("lost_wakeup_soak_ping_pong");
     let mut rng = SplitMix64::new(seed);
     let total = scale(20_000, 1_000_000);
-    // Most round trips on two workers (the two players always on different workers when
-    // both run), the rest with an idle third worker searching and with two pairs on four.
+    // Half the round trips on two workers, the rest with an idle third worker searching and
+    // with two pairs on four. The players start on different workers; a woken player is
+    // queued on its waker's worker, and runs there unless another worker steals it first.
     for (workers, pairs, share) in [(2, 1, 2), (3, 1, 1), (4, 2, 1)] {
         let round_trips = total * share / 4 / pairs as u64;
         let rt = runtime(workers);
@@ -441,6 +465,60 @@ fn lost_wakeup_soak_outside_spawns_into_idle_pool() {
     }
 }
 
+/// The other half of the outside soak: a thread outside the pool plays ping-pong with a task
+/// on it, so every pass from outside is a remote wake of a task that is not queued anywhere,
+/// and half of them wait first until every worker is parked.
+#[test]
+fn lost_wakeup_soak_outside_wakes_into_idle_pool() {
+    let watchdog = Watchdog::start("lost_wakeup_soak_outside_wakes_into_idle_pool");
+    let seed = seed("lost_wakeup_soak_outside_wakes_into_idle_pool");
+    let mut rng = SplitMix64::new(seed);
+    let round_trips = scale(2_000, 34_000);
+    let handoffs = 2 * round_trips;
+    for workers in [1, 2, 4] {
+        let rt = runtime(workers);
+        watchdog.phase(
+            format!("{round_trips} outside wakes on {workers} workers, SEED={seed}"),
+            &rt,
+        );
+        let turn = Arc::new(Turn::new());
+        // The outside thread is player 0 and starts; the task is player 1.
+        let task = rt.spawn(player(
+            1,
+            turn.clone(),
+            handoffs,
+            rng.next_u64(),
+            watchdog.progress(),
+            None,
+        ));
+        let progress = watchdog.progress();
+        let mut idle_wakes = 0;
+        loop {
+            let value = futures::executor::block_on(turn.wait(0, handoffs));
+            if value >= handoffs {
+                break;
+            }
+            if rng.one_in(2) {
+                wait_for_workers(&rt, |w| w.iter().all(is_parked));
+                idle_wakes += 1;
+            } else {
+                spin_for(Duration::from_nanos(rng.below(50_001)));
+            }
+            turn.pass(0, value);
+            progress.fetch_add(1, Relaxed);
+        }
+        task.join().unwrap();
+        assert_eq!(turn.value.load(SeqCst), handoffs, "{workers} workers");
+        let stats = rt.stats();
+        eprintln!(
+            "{round_trips} outside wakes on {workers} workers: {idle_wakes} into a parked \
+             pool, {} parks, {} remote schedules",
+            stats.parks(),
+            stats.remote_schedules
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. timers: never early, never after cancellation
 // ---------------------------------------------------------------------------------------------
@@ -454,6 +532,23 @@ impl Wake for WakeCount {
     fn wake(self: Arc<Self>) {
         self.0.fetch_add(1, SeqCst);
     }
+}
+
+/// Awaits `timer`, counting in `early` the polls after the first that come before
+/// `deadline`. Nothing but the timer wakes these tasks (and each runs with a fresh
+/// cooperative budget, so none is made to yield), so such a poll is the timer waking its
+/// task early: the wheel rounds deadlines up and its clock down, so that must not happen.
+async fn count_early_wakes<F: Future>(timer: F, deadline: Instant, early: &AtomicU64) -> F::Output {
+    let mut timer = std::pin::pin!(timer);
+    let mut first = true;
+    poll_fn(|cx| {
+        if !first && Instant::now() < deadline {
+            early.fetch_add(1, SeqCst);
+        }
+        first = false;
+        timer.as_mut().poll(cx)
+    })
+    .await
 }
 
 /// How one timer of the volume test ends.
@@ -470,7 +565,8 @@ enum Fate {
 }
 
 /// 10^5 timers in release, deadlines random in 0-50 ms, half of them cancelled (dropped
-/// `Sleep`s, aborted tasks): no timer fires before its deadline, a dropped `Sleep` never
+/// `Sleep`s, aborted tasks): no timer fires (or even wakes its task) before its deadline, a
+/// dropped `Sleep` never
 /// wakes its waker, and an aborted task completes only if its deadline had passed before
 /// `abort` returned.
 #[test]
@@ -487,6 +583,7 @@ fn timers_never_fire_early_or_after_cancellation() {
         );
         let progress = watchdog.progress();
         let wakes = Arc::new(WakeCount::default());
+        let early_wakes = Arc::new(AtomicU64::new(0));
         let fired = Arc::new(Ledger::new(timers));
         let early = Arc::new(Mutex::new(Vec::new()));
         let mut latest = Instant::now();
@@ -506,6 +603,7 @@ fn timers_never_fire_early_or_after_cancellation() {
                 wakes.clone(),
                 progress.clone(),
             );
+            let early_wakes = early_wakes.clone();
             let handle = rt.spawn(async move {
                 let on_time = |what: &str| {
                     let now = Instant::now();
@@ -518,13 +616,15 @@ fn timers_never_fire_early_or_after_cancellation() {
                 };
                 match fate {
                     Fate::Sleep | Fate::Aborted => {
-                        magpie::time::sleep_until(deadline).await;
+                        let sleep = magpie::time::sleep_until(deadline);
+                        count_early_wakes(sleep, deadline, &early_wakes).await;
                         on_time("sleep_until");
                         fired.mark(i);
                     }
                     Fate::Timeout => {
-                        let result =
-                            magpie::time::timeout_at(deadline, std::future::pending::<()>()).await;
+                        let timeout =
+                            magpie::time::timeout_at(deadline, std::future::pending::<()>());
+                        let result = count_early_wakes(timeout, deadline, &early_wakes).await;
                         assert!(result.is_err(), "pending() completed");
                         on_time("timeout_at");
                         fired.mark(i);
@@ -600,6 +700,11 @@ fn timers_never_fire_early_or_after_cancellation() {
             &early[..early.len().min(5)]
         );
         assert_eq!(wakes.0.load(SeqCst), 0, "dropped sleeps woke their wakers");
+        assert_eq!(
+            early_wakes.load(SeqCst),
+            0,
+            "timers woke their tasks before the deadline"
+        );
         let stats = rt.stats();
         assert_eq!(stats.timers_pending, 0, "{workers} workers: {stats:?}");
         assert_eq!(stats.tasks_alive, 0, "{workers} workers: {stats:?}");
