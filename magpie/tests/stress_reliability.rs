@@ -192,6 +192,8 @@ fn fib(n: u64, progress: &AtomicU64) -> u64 {
     a + b
 }
 
+/// fib(30) through `join` (fib(24) in debug) on 1, 2 and 8 workers, three times each,
+/// equals the sequential answer.
 #[test]
 fn fib_30_through_join_equals_sequential() {
     let watchdog = Watchdog::start("fib_30_through_join_equals_sequential");
@@ -342,8 +344,9 @@ fn ping_pong(
 
 /// 10^6 cross-worker ping-pongs (round trips) in release, with seeded random busy-spun
 /// delays and, one pass in [`PARKED_PASS`], a wait until another worker has parked, so that
-/// workers park and unpark constantly and wakes race workers on their way to parking. A lost wakeup the safety net cannot
-/// rescue trips the watchdog; each player checks it made exactly its share of handoffs.
+/// workers park and unpark constantly and wakes race workers on their way to parking. A lost
+/// wakeup the safety net cannot rescue trips the watchdog; each player checks it made exactly
+/// its share of handoffs.
 #[test]
 fn lost_wakeup_soak_ping_pong() {
     let watchdog = Watchdog::start("lost_wakeup_soak_ping_pong");
@@ -390,9 +393,10 @@ fn wait_for_workers(rt: &Runtime, condition: impl Fn(&[WorkerStats]) -> bool) {
     }
 }
 
-/// 10^5 spawns from a thread outside the pool into an idle pool, one at a time or in small
-/// batches, each waited for, with seeded random pauses before some of them so that the
-/// workers have gone to sleep: every task runs exactly once and the statistics agree.
+/// 10^5 spawns (3 x 34,000 in release) from a thread outside the pool into an idle pool, one
+/// at a time or in small batches, each waited for; before half of the batches the thread
+/// waits until every worker is parked, before the rest it pauses a random 0-50 µs. Every
+/// task runs exactly once and the statistics agree.
 #[test]
 fn lost_wakeup_soak_outside_spawns_into_idle_pool() {
     let watchdog = Watchdog::start("lost_wakeup_soak_outside_spawns_into_idle_pool");
