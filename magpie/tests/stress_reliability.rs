@@ -16,7 +16,9 @@
 //! Note what the soak can and cannot see: a parked worker also wakes on its own after one
 //! second (the `PARK_SAFETY_NET` in `runtime/worker.rs`), so a lost wakeup that the safety
 //! net rescues shows as a one-second pause, not a hang. The outside soaks print their slowest
-//! round trip so such pauses are visible in the log; they do not assert on it.
+//! round trip so such pauses are visible in the log; they do not assert on it. (Checked by
+//! hand: with `Registry::push_remote` skipping one `notify_task` in 64, every test here still
+//! passes, and the outside soaks log slowest round trips of one second.)
 
 mod common;
 
