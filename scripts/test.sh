@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace "$@"
-cargo test --release -p magpie --lib --test stress --test stress_tasks "$@"
+cargo test --release -p magpie --lib --test stress --test stress_tasks --test stress_reliability "$@"

@@ -4,13 +4,15 @@
 // Each test binary uses only some of these.
 #![allow(dead_code)]
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc, Barrier, Mutex, Weak};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use magpie::Runtime;
-use std::sync::Barrier;
 
 /// The environment variable that puts a test binary in one of its child modes.
 pub(crate) const CHILD_ENV: &str = "MAGPIE_TEST_CHILD";
@@ -176,4 +178,178 @@ pub(crate) fn quiesce(rt: &magpie::Runtime) {
             }
         })
     });
+}
+
+/// How long a [`Watchdog`]'s progress counter may stay unchanged before it fails the test.
+/// A hang detector, not a timing assertion: the watched tests bump their counter every few
+/// microseconds, so five seconds without a change means nothing is moving.
+pub(crate) const STALL: Duration = Duration::from_secs(5);
+
+/// Watches a progress counter on a thread of its own and, if the counter stays unchanged
+/// for [`STALL`], prints the test and phase that stalled and a `Debug` dump of the watched
+/// runtime's `stats()`, then aborts the process, so that CI fails at once instead of
+/// hanging. Dropping the guard stops the thread (also while unwinding from a failed
+/// assertion).
+///
+/// The report is written to the process's stderr directly: the test harness captures
+/// `eprintln!` from threads a test spawns and would lose it in the abort.
+#[derive(Debug)]
+pub(crate) struct Watchdog {
+    watched: Arc<Watched>,
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What the watchdog thread reads.
+#[derive(Debug)]
+struct Watched {
+    test: String,
+    progress: Arc<AtomicU64>,
+    phase: Mutex<String>,
+    runtime: Mutex<Weak<Runtime>>,
+}
+
+impl Watchdog {
+    /// Starts watching for test `test`; name a phase and a runtime with [`Watchdog::phase`].
+    pub(crate) fn start(test: &str) -> Watchdog {
+        let watched = Arc::new(Watched {
+            test: test.to_owned(),
+            progress: Arc::new(AtomicU64::new(0)),
+            phase: Mutex::new("starting".to_owned()),
+            runtime: Mutex::new(Weak::new()),
+        });
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(format!("watchdog: {test}"))
+            .spawn({
+                let watched = watched.clone();
+                move || watch(&watched, &stopped)
+            })
+            .expect("could not start the watchdog thread");
+        Watchdog {
+            watched,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// The counter to bump on progress (Relaxed is enough: only a change is looked for).
+    pub(crate) fn progress(&self) -> Arc<AtomicU64> {
+        self.watched.progress.clone()
+    }
+
+    /// Names the phase now running and the runtime whose statistics a stall report dumps.
+    /// Counts as progress.
+    pub(crate) fn phase(&self, phase: impl Into<String>, rt: &Arc<Runtime>) {
+        *self.watched.phase.lock().unwrap() = phase.into();
+        *self.watched.runtime.lock().unwrap() = Arc::downgrade(rt);
+        self.watched.progress.fetch_add(1, Relaxed);
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        // Disconnecting the channel stops the thread.
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The watchdog thread: samples the counter until stopped; reports and aborts on a stall.
+fn watch(watched: &Watched, stopped: &mpsc::Receiver<()>) {
+    const SAMPLE: Duration = Duration::from_millis(50);
+    let mut last = watched.progress.load(Relaxed);
+    let mut changed_at = Instant::now();
+    loop {
+        match stopped.recv_timeout(SAMPLE) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // Nothing is ever sent: the guard's drop disconnects the channel.
+            _ => return,
+        }
+        let now = watched.progress.load(Relaxed);
+        if now != last {
+            last = now;
+            changed_at = Instant::now();
+            continue;
+        }
+        let stalled = changed_at.elapsed();
+        if stalled < STALL {
+            continue;
+        }
+        let phase = watched.phase.lock().map(|p| p.clone()).unwrap_or_default();
+        let stats = match watched.runtime.lock().ok().and_then(|rt| rt.upgrade()) {
+            Some(rt) => format!("{:#?}", rt.stats()),
+            None => "(the runtime is gone)".to_owned(),
+        };
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "\nwatchdog: `{}` stalled in phase `{phase}`: progress counter stuck at {last} \
+             for {stalled:?} (a lost wakeup, a task that never runs, or a deadlock). \
+             Runtime statistics:\n{stats}\nAborting.",
+            watched.test
+        );
+        let _ = err.flush();
+        std::process::abort();
+    }
+}
+
+/// The seed of a randomized test: `SEED=<u64>` from the environment replays a run; otherwise
+/// a fresh one from the clock. Printed either way, so a failure can be replayed.
+pub(crate) fn seed(test: &str) -> u64 {
+    let seed = match std::env::var("SEED") {
+        Ok(text) => text
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("SEED={text:?} is not a u64")),
+        Err(_) => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos() as u64;
+            SplitMix64::new(nanos ^ u64::from(std::process::id())).next_u64()
+        }
+    };
+    eprintln!("{test}: SEED={seed} (set SEED={seed} to replay)");
+    seed
+}
+
+/// splitmix64 (Steele, Lea & Flood, OOPSLA 2014; Vigna's constants): a tiny, good-enough,
+/// seedable generator for test inputs. Every seed, 0 included, gives a full-period stream.
+#[derive(Debug, Clone)]
+pub(crate) struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub(crate) fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (Lemire's multiply-shift; the bias is negligible for test sizes).
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    /// True with probability `1 / n`.
+    pub(crate) fn one_in(&mut self, n: u64) -> bool {
+        self.below(n) == 0
+    }
+}
+
+/// Busy-spins for `d` (a delay that keeps the thread running, unlike a sleep; never used to
+/// wait for another thread).
+pub(crate) fn spin_for(d: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < d {
+        std::hint::spin_loop();
+    }
 }
