@@ -13,12 +13,13 @@
 //!   the only waits are for deadlines the test is about (the timer test waits out its
 //!   longest deadline before it checks that cancelled timers stayed silent).
 //!
-//! Note what the soak can and cannot see: a parked worker also wakes on its own after one
-//! second (the `PARK_SAFETY_NET` in `runtime/worker.rs`), so a lost wakeup that the safety
-//! net rescues shows as a one-second pause, not a hang. The outside soaks print their slowest
-//! round trip so such pauses are visible in the log; they do not assert on it. (Checked by
-//! hand: with `Registry::push_remote` skipping one `notify_task` in 64, every test here still
-//! passes, and the outside soaks log slowest round trips of one second.)
+//! A parked worker normally also wakes on its own after one second (the `PARK_SAFETY_NET`
+//! in `runtime/worker.rs`), which would turn a lost wakeup into a one-second pause rather than
+//! a hang. These runtimes raise it to an hour (`Builder::park_safety_net`), so a lost wakeup
+//! stalls the test and the watchdog fails it. Checked by hand: with `Registry::push_remote`
+//! skipping one `notify_task` in 64, the outside-spawn soak stalls and the watchdog aborts it
+//! within five seconds, naming the phase and dumping the statistics. (With the default safety
+//! net, every test passed and only the logged slowest round trips showed one-second pauses.)
 
 mod common;
 
@@ -44,8 +45,17 @@ fn scale(debug: u64, release: u64) -> u64 {
     }
 }
 
+/// A runtime whose idle workers never wake on their own (the park safety net raised to an
+/// hour): a lost wakeup then stalls the test, and the watchdog turns the stall into a
+/// failure, instead of the one-second pause the default safety net would make of it.
 fn runtime(workers: usize) -> Arc<Runtime> {
-    Arc::new(common::runtime(workers))
+    Arc::new(
+        Runtime::builder()
+            .worker_threads(workers)
+            .park_safety_net(std::time::Duration::from_secs(3600))
+            .build()
+            .expect("could not build the runtime"),
+    )
 }
 
 /// One counter per item, so that a failure names the item that ran twice or never.

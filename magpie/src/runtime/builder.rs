@@ -54,6 +54,7 @@ pub struct Builder {
     pub(super) trace: Option<bool>,
     pub(super) trace_capacity: Option<usize>,
     pub(super) poll_time_histogram: bool,
+    pub(super) park_safety_net: Option<Duration>,
 }
 
 impl Builder {
@@ -217,6 +218,17 @@ impl Builder {
     /// ```
     pub fn poll_time_histogram(mut self, enabled: bool) -> Builder {
         self.poll_time_histogram = enabled;
+        self
+    }
+
+    /// How long an idle worker stays parked without being woken before it looks for work on
+    /// its own; default 1 s. The sleep protocol does not lose wakeups (its proof is in
+    /// `sleep/README.md`), so this is only a safety net. Tests raise it, so that a lost
+    /// wakeup would show up as a hang instead of a one-second pause; there is no reason to
+    /// change it otherwise, hence its absence from the documentation.
+    #[doc(hidden)]
+    pub fn park_safety_net(mut self, timeout: Duration) -> Builder {
+        self.park_safety_net = Some(timeout);
         self
     }
 

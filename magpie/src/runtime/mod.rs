@@ -171,6 +171,7 @@ impl Runtime {
                 .resolved_trace()
                 .then(|| trace_capacity.unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)),
             poll_time_histogram: builder.poll_time_histogram,
+            park_safety_net: builder.park_safety_net.unwrap_or(worker::PARK_SAFETY_NET),
         };
         let registry = Arc::new(Registry::new(
             stealers,

@@ -77,6 +77,8 @@ pub(crate) struct Registry {
     pub(crate) traces: Option<Box<[Arc<TraceBuffer>]>>,
     /// Whether workers time each poll for the histogram.
     pub(crate) poll_time_histogram: bool,
+    /// The longest a worker parks without a wakeup (see `worker::PARK_SAFETY_NET`).
+    pub(crate) park_safety_net: std::time::Duration,
     /// Tasks queued from outside the pool (spawns and wakes).
     pub(crate) remote_schedules: AtomicU64,
     /// Tasks spawned from outside the pool.
@@ -103,6 +105,7 @@ pub(crate) struct Options {
     /// Events per worker ring, if tracing is on.
     pub(crate) trace_capacity: Option<usize>,
     pub(crate) poll_time_histogram: bool,
+    pub(crate) park_safety_net: std::time::Duration,
 }
 
 impl Registry {
@@ -146,6 +149,7 @@ impl Registry {
                     .collect()
             }),
             poll_time_histogram: options.poll_time_histogram,
+            park_safety_net: options.park_safety_net,
             remote_schedules: AtomicU64::new(0),
             tasks_spawned_remote: AtomicU64::new(0),
             terminating: AtomicBool::new(false),

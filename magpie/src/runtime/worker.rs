@@ -51,10 +51,11 @@ use super::registry::{Registry, Task, TaskSlots};
 const SPIN_ROUNDS: u32 = 16;
 const YIELD_ROUNDS: u32 = 32;
 
-/// The longest a worker parks without being woken. Only a safety net: the sleep protocol
-/// does not lose wakeups (sleep/README.md). One wakeup per second per idle worker costs a few
-/// microseconds of CPU, far below the idle budget of rayon#642.
-const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
+/// The longest a worker parks without being woken, by default. Only a safety net: the sleep
+/// protocol does not lose wakeups (sleep/README.md). One wakeup per second per idle worker
+/// costs a few microseconds of CPU, far below the idle budget of rayon#642. The stress tests
+/// raise it (`Builder::park_safety_net`) so that a lost wakeup would hang, not just pause.
+pub(crate) const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
 
 /// How many stealable jobs a worker keeps offering before `join` stops publishing its second
 /// halves (see `WorkerThread::should_publish`). Thieves take the oldest, so the reserve holds
@@ -680,7 +681,9 @@ impl WorkerThread {
             // Woken by `set_active_workers`, by a `submit_to` that raced our retirement (its
             // task is in our mailbox: the loop hands it on), or by termination. Not in the
             // idle bitmap, so no notifier counts on us.
-            registry.sleep.park_retired(self.index, PARK_SAFETY_NET);
+            registry
+                .sleep
+                .park_retired(self.index, registry.park_safety_net);
         }
     }
 
@@ -808,13 +811,14 @@ impl<'w> IdleLoop<'w> {
         if registry.has_visible_tasks() {
             registry.sleep.wake_free_cold();
         }
+        let safety_net = registry.park_safety_net;
         let timeout = if driving {
             registry
                 .timers
                 .park_timeout()
-                .map_or(PARK_SAFETY_NET, |t| t.min(PARK_SAFETY_NET))
+                .map_or(safety_net, |t| t.min(safety_net))
         } else {
-            PARK_SAFETY_NET
+            safety_net
         };
         worker.flush_counters();
         bump(&counters.parks);
