@@ -294,8 +294,10 @@ impl LiveView {
 
     fn finish(self, deltas: &[WorkerDelta]) {
         self.update(deltas);
+        // `abandon`, not `finish`: `finish` would draw every bar full, and a worker's bar
+        // shows its own share of the tasks.
         for bar in self.workers.iter().chain([&self.total]) {
-            bar.finish();
+            bar.abandon();
         }
         let _ = self.multi.clear();
     }
