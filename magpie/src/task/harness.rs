@@ -30,7 +30,9 @@ use std::task::{Context, Poll, Waker};
 use super::error::JoinError;
 use super::notified::{Notified, Schedule};
 use super::raw::{drop_payload, Cell, Core, RawTask, Trailer};
-use super::state::{State, TransitionToIdle, TransitionToRunning, TransitionToShutdown};
+use super::state::{
+    State, TransitionToIdle, TransitionToRunning, TransitionToShutdown, TransitionToStored,
+};
 use super::waker::waker_ref;
 use crate::util::unwind::{halt_unwinding, Payload};
 
@@ -172,24 +174,34 @@ where
         unsafe { self.core().drop_stage() }
     }
 
-    /// Stores the result (or drops it, if the handle is gone already), marks the task
-    /// complete, wakes the join waker or drops the output (state.rs invariants 3 and 4), and
-    /// drops the reference this thread held while it held `RUNNING`.
+    /// Stores the result (or drops it, if the handle is gone already), leaves the live list,
+    /// marks the task complete, wakes the join waker (state.rs invariants 3, 4 and 7, and
+    /// "The live list and the output"), and drops the reference this thread held while it
+    /// held `RUNNING`.
     fn complete(self, result: Result<F::Output, JoinError>) {
         if self.state().load().is_join_interested() {
             // SAFETY: state.rs invariant 2: this thread still holds RUNNING, and the future is
             // gone (every caller dropped it).
             unsafe { self.core().store_output(result) };
+            match self.state().transition_to_stored() {
+                // The output is the handle's now: a handle dropped from here on drops it in
+                // its destructor, so it never waits for the steps below.
+                TransitionToStored::Stored => {}
+                TransitionToStored::Detached => {
+                    // The handle left after the load above: the output is still ours, and it
+                    // goes before the task leaves the live list, as below.
+                    // SAFETY: state.rs invariants 2 and 3: we hold RUNNING, and no handle is
+                    // left to read the stage.
+                    if let Err(payload) = unsafe { self.core().drop_stage() } {
+                        drop_payload(payload);
+                    }
+                }
+            }
         } else {
             // The handle is gone (JOIN_INTEREST is never set again), so the result is ours:
             // drop it now, before the task leaves the live list, so that `wait_idle` returns
-            // only after a detached task's output destructor has run. (Storing it and
-            // dropping it after `transition_to_complete`, as below, let `wait_idle` return
-            // first: tests/task_combinations.rs found it.) Not airtight: a handle dropped
-            // between this load and `transition_to_complete` still leaves the drop to the
-            // branch below, after the task left the list. Closing that window needs the
-            // handle to take the drop over once the output is stored (a state bit), since
-            // the task must leave the list before a handle can see it complete.
+            // only after a detached task's output destructor has run
+            // (tests/task_combinations.rs). No need to store it, nor to set STORED.
             if let Err(payload) = halt_unwinding(move || drop(result)) {
                 drop_payload(payload);
             }
@@ -202,14 +214,10 @@ where
             debug_assert!(!last, "the completer still holds a reference");
         }
         let snapshot = self.state().transition_to_complete();
-        if !snapshot.is_join_interested() {
-            // State.rs invariant 3: the handle gave up first, so the output is ours to drop
-            // (nothing, if it was dropped above).
-            // SAFETY: invariant 3; JOIN_INTEREST is never set again, so nobody else reads it.
-            if let Err(payload) = unsafe { self.core().drop_stage() } {
-                drop_payload(payload);
-            }
-        } else if snapshot.is_join_waker_set() {
+        // The output is dropped already, or is the handle's (state.rs invariant 3). A handle
+        // dropped before this RMW cleared JOIN_WAKER with JOIN_INTEREST.
+        debug_assert!(snapshot.is_join_interested() || !snapshot.is_join_waker_set());
+        if snapshot.is_join_waker_set() {
             let woken = halt_unwinding(|| {
                 // SAFETY: state.rs invariant 4: COMPLETE and JOIN_WAKER are set, so this
                 // thread alone reads the slot until `unset_waker_after_complete`.
@@ -296,15 +304,16 @@ where
         self.state().set_join_waker().is_err()
     }
 
-    /// The `JoinHandle` is dropped: drops the output if the task completed first (state.rs
-    /// invariant 3), the join waker if the slot is the handle's (invariant 4), and the
+    /// The `JoinHandle` is dropped: drops the output if it was stored first (state.rs
+    /// invariant 3; maybe before the task is complete, invariant 7), the join waker if the slot is the handle's (invariant 4), and the
     /// handle's reference.
     pub(crate) fn drop_join_handle(self) {
         let next = match self.state().unset_join_interested() {
             Ok(next) => next,
             Err(next) => {
-                // SAFETY: state.rs invariant 3: the task completed first, so the handle
-                // drops the output (nothing if it was read already).
+                // SAFETY: state.rs invariants 2 and 3: the output was stored first (STORED,
+                // paired with this RMW's Acquire), so the handle drops it (nothing if it was
+                // read already); the completer no longer touches the stage.
                 if let Err(payload) = unsafe { self.core().drop_stage() } {
                     drop_payload(payload);
                 }

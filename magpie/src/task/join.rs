@@ -49,7 +49,7 @@ use super::state::TransitionToCancelled;
 /// | `abort` during a poll (from anywhere, the task itself included) | that poll decides: `Pending` gives `is_cancelled`, `Ready` gives `Ok(output)`, a panic gives `is_panic` | by the worker, when that poll returns | if `Ready`: as above |
 /// | `abort` after the task finished | its result, unchanged | (already) | (unchanged) |
 /// | the runtime shuts down | `is_cancelled`, as an abort | idle tasks: by the thread dropping the runtime; running ones: by their worker | (none) |
-/// | handle dropped before or during the run (detached) | (nobody) | the task keeps running: by its worker | by the worker at completion; [`Runtime::wait_idle`](crate::Runtime::wait_idle) waits for that drop unless the handle's drop raced with the completion itself |
+/// | handle dropped before or during the run (detached) | (nobody) | the task keeps running: by its worker | by the worker at completion, or by the handle's destructor if the output was already stored when it ran; either way before [`Runtime::wait_idle`](crate::Runtime::wait_idle), called after the handle's drop, returns |
 /// | handle dropped after the task finished, unread | (nobody) | (already) | by the handle's destructor |
 /// | handle awaited or [`join`](JoinHandle::join)ed | as the rows above | (already) | by the caller, who owns the output |
 ///

@@ -17,6 +17,15 @@
 //! wakes, so a poll that answers the wake must see it: a lost wakeup, or a wake not ordered
 //! before the poll answering it, leaves the task Pending forever and fails the final check.
 //!
+//! The owner's list of live tasks is a flag, [`Task::linked`], set by [`Task::bind`] (with
+//! the list's reference) and cleared by the completer before `COMPLETE`. A `wait_idle`
+//! observer ([`Task::observe_idle`]) that sees it clear asserts the output drop count is
+//! final, and a handle that reads the output asserts the flag clear (state.rs invariant 7).
+//!
+//! Negative control: `RUSTFLAGS="--cfg loom --cfg magpie_loom_broken"` makes the completer
+//! decide who drops the output only at `COMPLETE`, after leaving the live list (the protocol
+//! before `STORED`), and the two models that watch the list must then fail.
+//!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p magpie --lib --release loom_state`.
 //! `LOOM_MAX_PREEMPTIONS`, when set, replaces each model's own bound (see
 //! `util::loom_support::model`).
@@ -63,6 +72,8 @@ struct Task {
     join_waker_drops: AtomicUsize,
     join_wakes: AtomicUsize,
     frees: AtomicUsize,
+    /// Whether the task is in the owner's live list (which then holds a reference).
+    linked: AtomicBool,
 }
 
 /// Runs `f` with a new task in a loom `Arc`. `event` says whether the future is ready on its
@@ -84,6 +95,7 @@ fn with_task(event: bool, f: impl FnOnce(&Arc<Task>)) {
         join_waker_drops: AtomicUsize::new(0),
         join_wakes: AtomicUsize::new(0),
         frees: AtomicUsize::new(0),
+        linked: AtomicBool::new(false),
     }));
     f(&task);
     drop(ManuallyDrop::into_inner(task));
@@ -185,12 +197,77 @@ impl Task {
         self.complete();
     }
 
-    /// Completes, after the output is stored, and drops the poller's reference.
+    /// Links the task into the live list, with a reference of the list's own.
+    fn bind(&self) {
+        self.state.ref_inc();
+        // SeqCst: as `OwnedTasks` (and `wait_idle`'s Dekker pair) use it.
+        self.linked.store(true, SeqCst);
+    }
+
+    /// The completer leaves the live list (`Schedule::release`), dropping the list's
+    /// reference if the task was linked.
+    fn release(&self) {
+        // SeqCst: `OwnedTasks::remove`'s decrement, which `wait_idle` reads.
+        if self.linked.swap(false, SeqCst) {
+            assert!(
+                !self.state.ref_dec(),
+                "the completer still holds a reference"
+            );
+        }
+    }
+
+    /// `wait_idle`, called after this thread dropped (or read) its handle: if it sees the
+    /// task gone from the live list, the output's destructor has run.
+    fn observe_idle(&self) {
+        // SeqCst: pairs with the swap in `release`.
+        if !self.linked.load(SeqCst) {
+            assert_eq!(
+                self.output_drops.load(Relaxed),
+                1,
+                "wait_idle saw the task gone before its output was dropped"
+            );
+        }
+    }
+
+    /// Completes, after the output is stored, as `Harness::complete` does: deals with the
+    /// output, leaves the live list, sets `COMPLETE`, and drops the poller's reference.
+    #[cfg(not(magpie_loom_broken))]
     fn complete(&self) {
-        let done = self.state.transition_to_complete();
-        if !done.is_join_interested() {
+        if !self.state.load().is_join_interested() {
+            // Detached before completion: dropped without storing (the model's poll stored
+            // it already; that makes no difference to the ordering checked).
             self.drop_output();
-        } else if done.is_join_waker_set() {
+        } else {
+            match self.state.transition_to_stored() {
+                TransitionToStored::Stored => {}
+                TransitionToStored::Detached => self.drop_output(),
+            }
+        }
+        self.release();
+        let done = self.state.transition_to_complete();
+        self.after_complete(done);
+    }
+
+    /// The protocol before `STORED` (negative control): the handle's drop racing between the
+    /// completer's check and `COMPLETE` leaves the output to be dropped after the task left
+    /// the live list.
+    #[cfg(magpie_loom_broken)]
+    fn complete(&self) {
+        let early = !self.state.load().is_join_interested();
+        if early {
+            self.drop_output();
+        }
+        self.release();
+        let done = self.state.transition_to_complete();
+        if !early && !done.is_join_interested() {
+            self.drop_output();
+        }
+        self.after_complete(done);
+    }
+
+    /// Wakes the join waker if it is set, and drops the poller's reference.
+    fn after_complete(&self, done: Snapshot) {
+        if done.is_join_waker_set() {
             self.join_waker.with(|slot| {
                 // SAFETY: JOIN_WAKER is set on a complete task: the completer may read the
                 // slot (invariant 4).
@@ -276,12 +353,29 @@ impl Task {
         }
     }
 
+    /// The `JoinHandle` polls: if the task is complete, it takes the output, which must
+    /// have left the live list first (invariant 7).
+    fn try_read_output(&self) {
+        if !self.state.load().is_complete() {
+            return;
+        }
+        // SeqCst: as in `observe_idle`; the Acquire of `load` already orders the swap.
+        assert!(
+            !self.linked.load(SeqCst),
+            "the handle saw the task complete while it was in the live list"
+        );
+        self.drop_output();
+    }
+
     /// The `JoinHandle` is dropped.
     fn drop_join_handle(&self) {
         match self.state.unset_join_interested() {
             Err(now) => {
-                // Complete first: the output is ours to drop (invariant 3).
-                self.drop_output();
+                // Stored first: the output is ours to drop (invariant 3), unless we read it.
+                let unread = self.with_stage(|stage| *stage == Stage::Output);
+                if unread {
+                    self.drop_output();
+                }
                 if !now.is_join_waker_set() {
                     self.drop_join_waker();
                 }
@@ -317,6 +411,7 @@ impl Task {
             "join waker drops"
         );
         assert!(self.join_wakes.load(Relaxed) <= 1);
+        assert!(!self.linked.load(Relaxed), "still in the live list");
         assert_eq!(self.state.load().ref_count(), 0);
     }
 }
@@ -494,6 +589,56 @@ fn loom_abort_races_shutdown() {
             aborter.join().unwrap();
             runtime.join().unwrap();
             task.finish(false);
+        });
+    });
+}
+
+#[test]
+#[cfg_attr(
+    magpie_loom_broken,
+    should_panic(expected = "wait_idle saw the task gone")
+)]
+fn loom_wait_idle_after_handle_drop_sees_the_output_dropped() {
+    // The task (in the live list) completes while its JoinHandle is dropped, and the
+    // handle's thread then calls `wait_idle`: if it sees the task gone, the output was
+    // dropped, whoever dropped it (the completer before leaving the list, or the handle's
+    // own destructor once the output was stored).
+    model(None, || {
+        with_task(true, |task| {
+            task.bind();
+            let handle = spawn(task, |task| {
+                task.drop_join_handle();
+                task.observe_idle();
+            });
+            task.run();
+            handle.join().unwrap();
+            task.observe_idle();
+            task.finish(false);
+        });
+    });
+}
+
+#[test]
+#[cfg_attr(
+    magpie_loom_broken,
+    should_panic(expected = "wait_idle saw the task gone")
+)]
+fn loom_handle_reads_or_drops_while_the_task_leaves_the_list() {
+    // The JoinHandle lends a waker, tries to read the output, and is dropped, while the task
+    // (in the live list) completes: a handle that sees it complete sees it gone from the
+    // list; a `wait_idle` after the handle's drop sees the output dropped either way.
+    model(None, || {
+        with_task(true, |task| {
+            task.bind();
+            let handle = spawn(task, |task| {
+                task.register_join_waker();
+                task.try_read_output();
+                task.drop_join_handle();
+                task.observe_idle();
+            });
+            task.run();
+            handle.join().unwrap();
+            task.finish(true);
         });
     });
 }

@@ -1,4 +1,4 @@
-//! The task state word: one `AtomicUsize` holding six flags and a reference count.
+//! The task state word: one `AtomicUsize` holding seven flags and a reference count.
 //!
 //! Every decision about a task (who polls it, who drops its future, who drops its output,
 //! who reads the `JoinHandle`'s waker, who frees the allocation) is made by a single
@@ -25,20 +25,64 @@
 //! 1. At most one `Notified` exists. One is made only when a transition reports `Submit` or
 //!    `OkNotified`, which happens only where `NOTIFIED` goes from clear to set on an idle task
 //!    (or stays set while `RUNNING` is cleared); while a `Notified` exists, `NOTIFIED` is set.
-//! 2. Only the holder of `RUNNING` touches the stage, with one exception: once `COMPLETE` is
-//!    set, the `JoinHandle` (while `JOIN_INTEREST` is set) takes the output. `RUNNING` is
-//!    set by [`State::transition_to_running`] (the poller) or
-//!    [`State::transition_to_shutdown`] (the runtime at shutdown), never both.
+//! 2. Only the holder of `RUNNING` touches the stage, with two exceptions for the
+//!    `JoinHandle` (while `JOIN_INTEREST` is set): once `COMPLETE` is set it takes the
+//!    output, and once `STORED` is set its destructor drops it. `RUNNING` is set by
+//!    [`State::transition_to_running`] (the poller) or [`State::transition_to_shutdown`]
+//!    (the runtime at shutdown), never both. The holder of `RUNNING` no longer touches the
+//!    stage after its [`State::transition_to_stored`] answered [`TransitionToStored::Stored`].
 //! 3. The output is dropped exactly once: the order of the completer's
-//!    [`State::transition_to_complete`] and the handle's [`State::unset_join_interested`]
-//!    decides who drops it. Complete first: the handle does; interest dropped first: the
-//!    completer does.
+//!    [`State::transition_to_stored`] and the handle's [`State::unset_join_interested`]
+//!    decides who drops it. Stored first: the handle does (reading it, or in its destructor);
+//!    interest dropped first: the completer does. (A completer that finds `JOIN_INTEREST`
+//!    clear before storing the output drops it without storing it, and skips `STORED`.)
 //! 4. While `JOIN_WAKER` is clear the `JoinHandle` owns the join waker slot; while it is set
 //!    the slot is read-only, and after `COMPLETE` only the completer reads it, until it
 //!    clears `JOIN_WAKER` again with [`State::unset_waker_after_complete`].
 //! 5. Every reference is dropped exactly once, and the RMW that takes the count to zero is
 //!    the one whose caller frees the task. Transitions that drop a reference say so.
 //! 6. `COMPLETE` is never cleared; `CANCELLED` is never set once `COMPLETE` is.
+//! 7. The owner's list of live tasks (`OwnedTasks`, which `Runtime::wait_idle` watches)
+//!    loses the task before `COMPLETE` is set, and after the output was dropped unless the
+//!    `JoinHandle` was still interested when the output was stored. See "The live list and
+//!    the output" below.
+//!
+//! # The live list and the output
+//!
+//! Two guarantees pull in opposite directions. A caller who awaited every `JoinHandle` must see
+//! no task alive, so a task leaves the live list *before* `COMPLETE` (which is what the handle
+//! waits for). And `wait_idle` must return only after every output nobody will read was dropped,
+//! so a detached task's output is dropped *before* the task leaves the list. The completer
+//! (`Harness::complete`) therefore runs, in this order:
+//!
+//! 1. `load`: if `JOIN_INTEREST` is already clear, the result is its own: it drops it, never
+//!    storing it (the common detached case; no RMW).
+//! 2. Otherwise it stores the output and sets `STORED` ([`State::transition_to_stored`], one
+//!    RMW). If that RMW finds `JOIN_INTEREST` clear (the handle left between steps 1 and 2),
+//!    the output is still its own: it drops it now.
+//! 3. It removes the task from the live list.
+//! 4. It sets `COMPLETE` ([`State::transition_to_complete`]) and wakes the join waker.
+//!
+//! A handle dropped after step 2 (its [`State::unset_join_interested`] finds `STORED`) drops the
+//! output in its own destructor, at once, though the task is not complete yet: the completer has
+//! let go of the stage (invariant 2), and the RMW pair (`transition_to_stored`'s Release,
+//! `unset_join_interested`'s Acquire) orders the store before the drop. So once a handle's
+//! `drop` has returned, its task's output is dropped already or will be dropped by the completer
+//! before step 3, and a `wait_idle` called after that `drop` (or any thread that sees the task
+//! leave the list after it) sees the output's destructor done.
+//!
+//! Without `STORED` there was a window: a handle dropped between the completer's check and
+//! `COMPLETE` left the drop to the completer after step 3, because the handle cannot drop an
+//! output it does not know is stored, and the completer cannot move step 3 after `COMPLETE`. A
+//! load cannot close it: the completer must learn, in the same modification order as the
+//! handle's RMW, whether the handle saw the output stored, and only an RMW (or a CAS) does that.
+//! The cost is that one RMW, on a task whose handle is still interested when it completes; a task
+//! detached before it completes pays nothing new.
+//!
+//! A handle dropped *concurrently* with `wait_idle`, its destructor still running, may drop the
+//! output after `wait_idle` returned: nothing can promise more, since `wait_idle` could as well
+//! have returned before that `drop` began. A handle that outlives the task and is dropped unread
+//! later drops the output then, as before.
 //!
 //! # Cancellation
 //!
@@ -72,8 +116,9 @@ pub(crate) const RUNNING: usize = 1 << 0;
 /// first.
 pub(crate) const NOTIFIED: usize = 1 << 1;
 
-/// Set once the stage holds the output (or the cancellation error) and the future is gone.
-/// Set only by the holder of `RUNNING`, in the same RMW that clears it; never cleared.
+/// Set once the stage holds the output (or the cancellation error) and the future is gone,
+/// and the task has left the live list (invariant 7). Set only by the holder of `RUNNING`,
+/// in the same RMW that clears it; never cleared.
 pub(crate) const COMPLETE: usize = 1 << 2;
 
 /// Set when the task is aborted (or the runtime shuts down): the next thread to hold
@@ -83,7 +128,8 @@ pub(crate) const CANCELLED: usize = 1 << 3;
 
 /// Set while the `JoinHandle` exists and has not given up on the output. Set at creation;
 /// cleared once, by [`State::unset_join_interested`] when the handle is dropped; never set
-/// again. The completer drops the output itself if it finds this clear.
+/// again. The completer drops the output itself if it finds this clear before it stores it,
+/// or when `transition_to_stored` finds it clear.
 pub(crate) const JOIN_INTEREST: usize = 1 << 4;
 
 /// Set while the join waker slot holds a waker the completer may read (invariant 4). Set by
@@ -91,11 +137,18 @@ pub(crate) const JOIN_INTEREST: usize = 1 << 4;
 /// handle before `COMPLETE` or by the completer after it.
 pub(crate) const JOIN_WAKER: usize = 1 << 5;
 
+/// Set once the stage holds the output (or the cancellation error) and the holder of
+/// `RUNNING` has let go of it: from then on a `JoinHandle` dropped drops the output itself,
+/// though `COMPLETE` may not be set yet (invariants 2, 3 and 7). Set only by the holder of
+/// `RUNNING`, by [`State::transition_to_stored`], before `COMPLETE`; never cleared. A task
+/// whose handle was gone before its output was stored never gets it.
+pub(crate) const STORED: usize = 1 << 6;
+
 /// The bits below the reference count.
 pub(crate) const FLAG_MASK: usize = (1 << REF_COUNT_SHIFT) - 1;
 
 /// Where the reference count starts: every bit from here up counts references.
-pub(crate) const REF_COUNT_SHIFT: usize = 6;
+pub(crate) const REF_COUNT_SHIFT: usize = 7;
 
 /// One reference.
 pub(crate) const REF_ONE: usize = 1 << REF_COUNT_SHIFT;
@@ -153,6 +206,10 @@ impl Snapshot {
         self.0 & JOIN_WAKER != 0
     }
 
+    pub(crate) fn is_stored(self) -> bool {
+        self.0 & STORED != 0
+    }
+
     /// Neither running nor complete: the future is in the stage, and nobody is polling it.
     pub(crate) fn is_idle(self) -> bool {
         self.0 & (RUNNING | COMPLETE) == 0
@@ -182,6 +239,7 @@ impl fmt::Debug for Snapshot {
             .field("cancelled", &self.is_cancelled())
             .field("join_interested", &self.is_join_interested())
             .field("join_waker", &self.is_join_waker_set())
+            .field("stored", &self.is_stored())
             .field("ref_count", &self.ref_count())
             .finish()
     }
@@ -218,6 +276,19 @@ pub(crate) enum TransitionToIdle {
     /// Aborted during the poll: nothing changed, the poller still holds `RUNNING` and its
     /// reference. Drop the future, store the cancellation error, and complete.
     Cancelled,
+}
+
+/// What the holder of `RUNNING`, having stored the output, does after
+/// [`State::transition_to_stored`].
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TransitionToStored {
+    /// The `JoinHandle` was still interested: the output is the handle's now (it reads it
+    /// after `COMPLETE`, or drops it when dropped). Do not touch the stage again.
+    Stored,
+    /// The handle was dropped before the output was stored: the output is still the
+    /// caller's. Drop it before the task leaves the live list (invariant 7).
+    Detached,
 }
 
 /// What a waker consumed by `wake` does after [`State::transition_to_notified_by_val`].
@@ -381,15 +452,39 @@ impl State {
         .0
     }
 
-    /// The holder of `RUNNING`, having stored the output (or the cancellation error), marks
-    /// the task complete: clears `RUNNING`, sets `COMPLETE`. Returns the new state: without
-    /// `JOIN_INTEREST` the caller must drop the output itself; with `JOIN_WAKER` it must wake
-    /// the join waker and then call [`State::unset_waker_after_complete`]. The caller keeps
-    /// its reference, and drops it with [`State::ref_dec`] once done.
+    /// The holder of `RUNNING`, having stored the output (or the cancellation error) while
+    /// `JOIN_INTEREST` was set, hands it over to the `JoinHandle`: sets `STORED`. If the
+    /// handle was dropped meanwhile, reports [`TransitionToStored::Detached`]: the output is
+    /// still the caller's to drop (invariant 3). `RUNNING` stays set: the caller then takes
+    /// the task off the live list and calls [`State::transition_to_complete`]. See "The live
+    /// list and the output" in the module docs.
+    pub(crate) fn transition_to_stored(&self) -> TransitionToStored {
+        // AcqRel: Release publishes the stored output to a handle whose destructor finds
+        // `STORED` and drops it before `COMPLETE` (pairs with the Acquire in
+        // `unset_join_interested`). Acquire is not needed by the decision (only this word's
+        // modification order is), nor for `Detached`: the handle never touched the stage.
+        // A fetch_or, not a CAS: setting `STORED` on a detached task is harmless, since no
+        // handle is left to read it.
+        let prev = Snapshot(self.val.fetch_or(STORED, AcqRel));
+        debug_assert!(prev.is_running() && !prev.is_complete() && !prev.is_stored());
+        if prev.is_join_interested() {
+            TransitionToStored::Stored
+        } else {
+            TransitionToStored::Detached
+        }
+    }
+
+    /// The holder of `RUNNING`, having stored the output (or the cancellation error) and
+    /// dealt with it ([`State::transition_to_stored`], or a drop without storing if
+    /// `JOIN_INTEREST` was already clear), marks the task complete: clears `RUNNING`, sets
+    /// `COMPLETE`. Returns the new state: with `JOIN_WAKER` the caller must wake the join
+    /// waker and then call [`State::unset_waker_after_complete`]. It never drops the output
+    /// here: it did already, or the handle owns it. The caller keeps its reference, and drops
+    /// it with [`State::ref_dec`] once done.
     #[must_use]
     pub(crate) fn transition_to_complete(&self) -> Snapshot {
         // AcqRel: Release publishes the output written before completion to the `JoinHandle`
-        // (pairs with the Acquire in `load`, `unset_join_interested`, `set_join_waker`);
+        // (pairs with the Acquire in `load`, `set_join_waker`, `unset_waker`);
         // Acquire pairs with the Release in `set_join_waker`, so the caller may read the join
         // waker.
         let prev = Snapshot(self.val.fetch_xor(RUNNING | COMPLETE, AcqRel));
@@ -503,25 +598,27 @@ impl State {
     }
 
     /// The `JoinHandle` is dropped: clears `JOIN_INTEREST`, and also `JOIN_WAKER` if the task
-    /// is not complete. Returns `Err` if the task is complete, in which case the handle must
-    /// drop the output itself (invariant 3); `Ok` if the completer will. In both cases the
+    /// is not complete. Returns `Err` if the output is stored (`STORED`, or `COMPLETE`: a
+    /// task completes only after `transition_to_stored` while the handle is interested), in
+    /// which case the handle must drop the output itself, even before `COMPLETE` (invariants
+    /// 3 and 7); `Ok` if the completer will. In both cases the
     /// returned new state says who drops the join waker: the handle if `JOIN_WAKER` is clear
     /// (it owns the slot again), the completer otherwise (it is reading it now). The handle
     /// then drops its reference with [`State::ref_dec`].
     pub(crate) fn unset_join_interested(&self) -> Result<Snapshot, Snapshot> {
-        // AcqRel: Acquire pairs with the Release in `transition_to_complete`, so an `Err`
-        // handle may drop the output; Release orders the handle's last reads of the join
+        // AcqRel: Acquire pairs with the Release in `transition_to_stored` (and
+        // `transition_to_complete`), so an `Err` handle may drop the output; Release orders the handle's last reads of the join
         // waker before the completer drops it (pairs with the Acquire in
         // `unset_waker_after_complete`).
-        let (complete, next) = self.fetch_update(|mut s| {
+        let (stored, next) = self.fetch_update(|mut s| {
             debug_assert!(s.is_join_interested());
             s.0 &= !JOIN_INTEREST;
             if !s.is_complete() {
                 s.0 &= !JOIN_WAKER;
             }
-            (s.is_complete(), Some(s))
+            (s.is_stored() || s.is_complete(), Some(s))
         });
-        if complete {
+        if stored {
             Err(next)
         } else {
             Ok(next)

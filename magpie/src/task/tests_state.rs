@@ -9,6 +9,7 @@ const C: usize = COMPLETE;
 const X: usize = CANCELLED;
 const J: usize = JOIN_INTEREST;
 const W: usize = JOIN_WAKER;
+const S: usize = STORED;
 
 /// `n` references.
 const fn refs(n: usize) -> usize {
@@ -50,6 +51,7 @@ fn masks_are_disjoint_and_cover_the_word() {
         CANCELLED,
         JOIN_INTEREST,
         JOIN_WAKER,
+        STORED,
     ];
     let mut seen = 0;
     for flag in flags {
@@ -244,6 +246,26 @@ fn transition_to_shutdown_table() {
 }
 
 #[test]
+fn transition_to_stored_table() {
+    use TransitionToStored::*;
+    check_table(
+        "transition_to_stored",
+        State::transition_to_stored,
+        &[
+            // The handle is interested: the output is its own now; RUNNING stays.
+            (R | J | refs(2), Stored, R | S | J | refs(2)),
+            (
+                R | N | X | J | W | refs(3),
+                Stored,
+                R | N | X | S | J | W | refs(3),
+            ),
+            // The handle left since the completer's check: the output stays the completer's.
+            (R | refs(1), Detached, R | S | refs(1)),
+        ],
+    );
+}
+
+#[test]
 fn unset_join_interested_table() {
     let bits = |r: Result<Snapshot, Snapshot>| r.map(Snapshot::bits).map_err(Snapshot::bits);
     check_table(
@@ -255,6 +277,18 @@ fn unset_join_interested_table() {
             (N | J | refs(2), Ok(N | refs(2)), N | refs(2)),
             (J | W | refs(2), Ok(refs(2)), refs(2)),
             (R | J | W | refs(2), Ok(R | refs(2)), R | refs(2)),
+            // Stored but not complete (state.rs invariant 7): the handle drops the output
+            // now, and takes the waker slot back as above.
+            (
+                R | S | J | W | refs(2),
+                Err(R | S | refs(2)),
+                R | S | refs(2),
+            ),
+            (
+                R | S | X | J | refs(2),
+                Err(R | S | X | refs(2)),
+                R | S | X | refs(2),
+            ),
             // Complete: the handle drops the output. With JOIN_WAKER still set the completer
             // is reading the waker and will drop it.
             (C | J | refs(1), Err(C | refs(1)), C | refs(1)),
