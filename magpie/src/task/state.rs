@@ -167,8 +167,8 @@ pub(crate) const MAX_REFS: usize = (isize::MAX as usize) >> REF_COUNT_SHIFT;
 /// The state of a new task: two references (the `Notified` the spawner submits and the
 /// `JoinHandle` it returns), `JOIN_INTEREST` (the handle exists) and `NOTIFIED` (the task is
 /// about to be queued, so a wake before its first poll must not queue it twice). Nothing else
-/// holds a reference: the allocation lives as long as its `Notified` or poller, its handle and
-/// its wakers. A list of owned tasks, when the runtime gets one, will need a third.
+/// holds a reference yet: the runtime's live-task list takes a third when it links the task
+/// (`OwnedTasks::bind`), and gives it back when the task leaves the list.
 pub(crate) const INITIAL_STATE: usize = (2 * REF_ONE) | JOIN_INTEREST | NOTIFIED;
 
 /// A copy of the state word.
