@@ -13,7 +13,6 @@ pub(crate) mod worker;
 
 use std::fmt;
 use std::future::Future;
-use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 
 pub use builder::{BuildError, Builder, MAX_WORKERS, MIN_STACK_SIZE};
@@ -21,6 +20,7 @@ pub use control::ActiveWorkersError;
 
 use crate::queue::{chase_lev, local};
 use crate::sync::atomic::*;
+use crate::sync::thread::{self, JoinHandle as ThreadHandle};
 use crate::sync::{barrier, lock, wait_until, Arc, AtomicUsize, Condvar, Mutex};
 use crate::task::closure::Closure;
 use crate::task::JoinHandle;
@@ -193,7 +193,7 @@ impl Runtime {
                 deque,
                 ring,
             };
-            let mut thread = std::thread::Builder::new().name(format!("{name}-{index}"));
+            let mut thread = thread::Builder::new().name(format!("{name}-{index}"));
             if let Some(bytes) = stack_size {
                 thread = thread.stack_size(bytes);
             }
