@@ -21,7 +21,7 @@ pub use control::ActiveWorkersError;
 use crate::queue::{chase_lev, local};
 use crate::sync::atomic::*;
 use crate::sync::thread::{self, JoinHandle as ThreadHandle};
-use crate::sync::{barrier, lock, wait_until, Arc, AtomicUsize, Condvar, Mutex};
+use crate::sync::{barrier, lock, wait_until, Arc, Condvar, Mutex, StaticAtomicUsize};
 use crate::task::closure::Closure;
 use crate::task::JoinHandle;
 use blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
@@ -91,7 +91,7 @@ impl fmt::Debug for Runtime {
 }
 
 /// Numbers runtimes for their debug output.
-static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
+static NEXT_ID: StaticAtomicUsize = StaticAtomicUsize::new(0);
 
 impl Runtime {
     /// A [`Builder`] with the defaults.

@@ -40,6 +40,16 @@ pub(crate) use std::sync::{
     Arc, Condvar, Mutex, MutexGuard,
 };
 
+#[cfg(not(shuttle))]
+pub(crate) use self::AtomicUsize as StaticAtomicUsize;
+/// An atomic counter that lives in a `static`. Under shuttle it is `std`'s: a `static`
+/// outlives each shuttle execution and is shared by the test threads that run executions in
+/// parallel, while shuttle's atomics are cells that only one OS thread may touch (two
+/// shuttle tests at once then fail with "RefCell already borrowed"). A process-wide tally
+/// needs no schedule exploration. Elsewhere it is the facade's [`AtomicUsize`].
+#[cfg(shuttle)]
+pub(crate) use std::sync::atomic::AtomicUsize as StaticAtomicUsize;
+
 pub(crate) mod atomic {
     //! Orderings and fences, re-exported by name.
     #[cfg(loom)]
