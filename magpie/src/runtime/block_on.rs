@@ -4,10 +4,10 @@
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Wake, Waker};
-use std::thread::{self, Thread};
 
 use super::worker::WorkerThread;
 use crate::sync::atomic::*;
+use crate::sync::thread::{self, Thread};
 use crate::sync::{Arc as StdArc, AtomicBool};
 use crate::task::coop;
 

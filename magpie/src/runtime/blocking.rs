@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::sync::{lock, wait_until, Arc, Condvar, Mutex};
+use crate::sync::{lock, thread, wait_until, Arc, Condvar, Mutex};
 use crate::task::notified::{new_task, Notified, Schedule};
 use crate::task::JoinHandle;
 
@@ -165,7 +165,7 @@ impl Inner {
     fn start_thread(self: &Arc<Inner>, index: usize) {
         let pool = self.clone();
         let mut builder =
-            std::thread::Builder::new().name(format!("{}-blocking-{index}", self.thread_name));
+            thread::Builder::new().name(format!("{}-blocking-{index}", self.thread_name));
         if let Some(bytes) = self.stack_size {
             builder = builder.stack_size(bytes);
         }

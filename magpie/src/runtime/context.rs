@@ -6,6 +6,7 @@ use std::cell::RefCell;
 
 use super::registry::Registry;
 use super::worker::WorkerThread;
+use crate::sync::thread::thread_local;
 use crate::sync::Arc;
 
 thread_local! {

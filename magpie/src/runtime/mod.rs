@@ -13,7 +13,6 @@ pub(crate) mod worker;
 
 use std::fmt;
 use std::future::Future;
-use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 
 pub use builder::{BuildError, Builder, MAX_WORKERS, MIN_STACK_SIZE};
@@ -21,7 +20,8 @@ pub use control::ActiveWorkersError;
 
 use crate::queue::{chase_lev, local};
 use crate::sync::atomic::*;
-use crate::sync::{barrier, lock, wait_until, Arc, AtomicUsize, Condvar, Mutex};
+use crate::sync::thread::{self, JoinHandle as ThreadHandle};
+use crate::sync::{barrier, lock, wait_until, Arc, Condvar, Mutex, StaticAtomicUsize};
 use crate::task::closure::Closure;
 use crate::task::JoinHandle;
 use blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
@@ -91,7 +91,7 @@ impl fmt::Debug for Runtime {
 }
 
 /// Numbers runtimes for their debug output.
-static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
+static NEXT_ID: StaticAtomicUsize = StaticAtomicUsize::new(0);
 
 impl Runtime {
     /// A [`Builder`] with the defaults.
@@ -193,7 +193,7 @@ impl Runtime {
                 deque,
                 ring,
             };
-            let mut thread = std::thread::Builder::new().name(format!("{name}-{index}"));
+            let mut thread = thread::Builder::new().name(format!("{name}-{index}"));
             if let Some(bytes) = stack_size {
                 thread = thread.stack_size(bytes);
             }

@@ -35,6 +35,7 @@ use crate::queue::local::{self, Overflow};
 use crate::sleep::Wake;
 use crate::stats::trace::{Kind, TraceBuffer};
 use crate::stats::{add, bump, histogram_bucket, set, WorkerCounters};
+use crate::sync::thread::{self, thread_local};
 use crate::sync::Arc;
 use crate::task::coop;
 use crate::task::raw::Header;
@@ -48,8 +49,16 @@ use super::registry::{Registry, Task, TaskSlots};
 /// Spinning briefly catches the next job of a fork-join computation without a futex round
 /// trip (the Blitz seed uses 64 spins, 128 yields); we search every victim once per round,
 /// so rounds are longer than the seed's single attempts and we use fewer.
+#[cfg(not(shuttle))]
 const SPIN_ROUNDS: u32 = 16;
+#[cfg(not(shuttle))]
 const YIELD_ROUNDS: u32 = 32;
+// Under shuttle every spin and yield is a scheduling point of the checker: a few of each
+// exercise the spin → yield → park progression without drowning the schedule in them.
+#[cfg(shuttle)]
+const SPIN_ROUNDS: u32 = 2;
+#[cfg(shuttle)]
+const YIELD_ROUNDS: u32 = 2;
 
 /// The longest a worker parks without being woken, by default. Only a safety net: the sleep
 /// protocol does not lose wakeups (sleep/README.md). One wakeup per second per idle worker
@@ -781,11 +790,11 @@ impl<'w> IdleLoop<'w> {
         self.rounds += 1;
         if self.rounds <= SPIN_ROUNDS {
             for _ in 0..(1 << self.rounds.min(6)) {
-                std::hint::spin_loop();
+                thread::spin_loop();
             }
             true
         } else if self.rounds <= SPIN_ROUNDS + YIELD_ROUNDS {
-            std::thread::yield_now();
+            thread::yield_now();
             true
         } else {
             false

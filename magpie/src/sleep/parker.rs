@@ -9,6 +9,8 @@
 //!   no accounting, so a stale one is harmless: it only cuts the next park short.
 //!
 //! Under loom timeouts never fire, so a lost wakeup in the protocol shows up as a deadlock.
+//! Under shuttle [`Parker::park`] ignores its timeout (shuttle does not model time, and a
+//! real-time deadline would only turn a lost wakeup into a pause): same effect.
 
 use std::time::{Duration, Instant};
 
@@ -34,6 +36,9 @@ impl Parker {
 
     /// Blocks until any token is present or `timeout` passes. Consumes nothing.
     pub(crate) fn park(&self, timeout: Option<Duration>) {
+        // The safety net (and a timer deadline) is real time, which shuttle does not control.
+        #[cfg(shuttle)]
+        let timeout: Option<Duration> = timeout.and(None);
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut tokens = lock(&self.tokens);
         while !tokens.plain && !tokens.searching {

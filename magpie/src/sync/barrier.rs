@@ -18,13 +18,14 @@
 //! guarantee as a pair of `SeqCst` fences. This is the technique of Linux's liburcu, folly's
 //! `asymmetricHeavyBarrier` and .NET's `FlushProcessWriteBuffers`; see `membarrier(2)`.
 //!
-//! Where `membarrier` is unavailable (not Linux, an old kernel, a seccomp filter, or loom),
-//! both sides are `fence(SeqCst)`: the classic symmetric algorithm, which is what the loom
-//! models check.
+//! Where `membarrier` is unavailable (not Linux, an old kernel, a seccomp filter, loom or
+//! shuttle), both sides are `fence(SeqCst)`: the classic symmetric algorithm, which is what
+//! the loom models check. (Shuttle runs every thread on one OS thread and treats every
+//! atomic as SeqCst; its fences are no-ops in its model, which is sound for this algorithm.)
 
 use super::atomic::*;
 
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(all(target_os = "linux", not(loom), not(shuttle)))]
 mod imp {
     use super::*;
     use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
@@ -101,7 +102,7 @@ mod imp {
     }
 }
 
-#[cfg(any(not(target_os = "linux"), loom))]
+#[cfg(any(not(target_os = "linux"), loom, shuttle))]
 mod imp {
     use super::*;
 

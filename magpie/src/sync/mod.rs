@@ -1,16 +1,24 @@
 //! The one place that imports atomics, locks and `UnsafeCell`.
 //!
 //! Under `cfg(loom)` everything here comes from [loom] so that the data structures and
-//! protocols built on it can be model-checked; otherwise from `std`. No other module imports
-//! `std::sync::atomic` or `std::cell::UnsafeCell` directly (STYLE.md rule 9).
+//! protocols built on it can be model-checked; under `cfg(shuttle)` from [shuttle], so that
+//! the whole runtime runs under shuttle's randomized schedulers (`tests/shuttle.rs`);
+//! otherwise from `std`. No other module imports `std::sync::atomic` or
+//! `std::cell::UnsafeCell` directly (STYLE.md rule 9), nor spawns threads, parks, spins or
+//! declares thread-locals other than through [`thread`].
 //!
 //! It also holds the two halves of the *asymmetric barrier* (see [`barrier`]), which lets the
 //! hot paths (a worker pushing and popping its own jobs) run without a hardware fence.
 //!
 //! [loom]: https://docs.rs/loom
+//! [shuttle]: https://docs.rs/shuttle
+
+#[cfg(all(loom, shuttle))]
+compile_error!("`--cfg loom` and `--cfg shuttle` are exclusive: build one at a time");
 
 pub(crate) mod barrier;
 mod cell;
+pub(crate) mod thread;
 
 pub(crate) use cell::UnsafeCell;
 
@@ -20,22 +28,43 @@ pub(crate) use loom::sync::{
     Arc, Condvar, Mutex, MutexGuard,
 };
 
-#[cfg(not(loom))]
+#[cfg(shuttle)]
+pub(crate) use shuttle::sync::{
+    atomic::{AtomicBool, AtomicIsize, AtomicPtr, AtomicU64, AtomicUsize},
+    Arc, Condvar, Mutex, MutexGuard,
+};
+
+#[cfg(not(any(loom, shuttle)))]
 pub(crate) use std::sync::{
     atomic::{AtomicBool, AtomicIsize, AtomicPtr, AtomicU64, AtomicUsize},
     Arc, Condvar, Mutex, MutexGuard,
 };
 
+#[cfg(not(shuttle))]
+pub(crate) use self::AtomicUsize as StaticAtomicUsize;
+/// An atomic counter that lives in a `static`. Under shuttle it is `std`'s: a `static`
+/// outlives each shuttle execution and is shared by the test threads that run executions in
+/// parallel, while shuttle's atomics are cells that only one OS thread may touch (two
+/// shuttle tests at once then fail with "RefCell already borrowed"). A process-wide tally
+/// needs no schedule exploration. Elsewhere it is the facade's [`AtomicUsize`].
+#[cfg(shuttle)]
+pub(crate) use std::sync::atomic::AtomicUsize as StaticAtomicUsize;
+
 pub(crate) mod atomic {
     //! Orderings and fences, re-exported by name.
     #[cfg(loom)]
     pub(crate) use loom::sync::atomic::{fence, Ordering::*};
-    #[cfg(not(loom))]
+    #[cfg(shuttle)]
+    pub(crate) use shuttle::sync::atomic::{fence, Ordering::*};
+    #[cfg(not(any(loom, shuttle)))]
     pub(crate) use std::sync::atomic::{compiler_fence, fence, Ordering::*};
 }
 
 /// Blocks on `condvar` until notified (or spuriously woken), or until `deadline` passes if
 /// there is one; ignores poisoning, as [`lock`] does.
+///
+/// Under shuttle, which does not model time, a wait with a deadline never times out (it is
+/// a plain wait): a protocol that only a timeout would rescue shows up as a deadlock.
 pub(crate) fn wait_until<'a, T>(
     condvar: &Condvar,
     guard: MutexGuard<'a, T>,

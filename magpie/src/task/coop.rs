@@ -9,6 +9,8 @@
 use std::cell::Cell;
 use std::task::{Context, Poll};
 
+use crate::sync::thread::thread_local;
+
 /// Units per poll (tokio and the blitz-io seed both use 128).
 pub(crate) const BUDGET: u8 = 128;
 

@@ -52,7 +52,8 @@ use crate::util::unwind::{halt_unwinding, Payload};
 /// task is freed. Only in builds with debug assertions: in release builds a process-wide
 /// counter would be a contended cache line on every spawn.
 #[cfg(all(any(test, debug_assertions), not(loom)))]
-pub(crate) static LIVE_TASKS: crate::sync::AtomicUsize = crate::sync::AtomicUsize::new(0);
+pub(crate) static LIVE_TASKS: crate::sync::StaticAtomicUsize =
+    crate::sync::StaticAtomicUsize::new(0);
 
 /// The part of a task every holder may read without knowing its future's type.
 #[repr(C)]

@@ -1,0 +1,487 @@
+//! The whole runtime under [shuttle]'s randomized schedulers.
+//!
+//! Built only with `--cfg shuttle` (`scripts/shuttle.sh`), which makes magpie's sync facade
+//! (`crate::sync`, `crate::sync::thread`) hand out shuttle's atomics, locks, threads and
+//! thread-locals: every worker is a shuttle thread, every atomic access and lock a point
+//! where shuttle may switch threads. Each scenario builds a fresh [`Runtime`] of 2 to 4
+//! workers inside the checked closure and drops it at the end, so the workers are spawned
+//! and joined within one execution, and runs under both [`shuttle::check_random`] and
+//! [`shuttle::check_pct`] (a priority-based scheduler that finds bugs of small depth with a
+//! known probability).
+//!
+//! Where the loom models (`cargo test --lib loom`, `scripts/loom.sh`) check each protocol
+//! exhaustively on a small model, these check the real runtime end to end: the deque, the
+//! rings, the sleep protocol, the task state machine, shutdown and the worker-count control
+//! all at once, on thousands of random schedules. Two limits: shuttle treats every atomic as
+//! `SeqCst` (weak-memory bugs are loom's job), and it does not model time, so no scenario uses
+//! timers, and the parker's safety-net timeout is off under shuttle (a lost wakeup is a
+//! deadlock, which shuttle reports).
+//!
+//! Shuttle panics on a failure (an assertion, a deadlock, too many steps) and prints the
+//! schedule that found it; `shuttle::replay` replays it.
+//!
+//! [shuttle]: https://docs.rs/shuttle
+#![cfg(shuttle)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use magpie::Runtime;
+use shuttle::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use shuttle::sync::Mutex;
+
+/// Runs `scenario` under the random scheduler for `random` iterations and under PCT (depth
+/// 3) for `pct` iterations.
+fn check(scenario: fn(), random: usize, pct: usize) {
+    shuttle::check_random(scenario, random);
+    shuttle::check_pct(scenario, pct, 3);
+}
+
+/// A fresh runtime of `workers` workers (and room for `max` after `set_active_workers`).
+fn runtime(workers: usize, max: usize) -> Runtime {
+    Runtime::builder()
+        .worker_threads(workers)
+        .max_workers(max)
+        .thread_name("shuttle")
+        .build()
+        .expect("a shuttle runtime")
+}
+
+/// Counts its drops: dropped exactly once, the count goes up by exactly one.
+struct DropCount(Arc<AtomicUsize>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// A one-shot event that a future waits for and any thread (in the pool or not) fires.
+#[derive(Default)]
+struct Event {
+    state: Mutex<(bool, Option<Waker>)>,
+}
+
+impl Event {
+    fn fire(&self) {
+        let waker = {
+            let mut state = self.state.lock().unwrap();
+            state.0 = true;
+            state.1.take()
+        };
+        // Wake outside the lock, as real channels do.
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    fn wait(self: &Arc<Self>) -> WaitEvent {
+        WaitEvent(self.clone())
+    }
+}
+
+struct WaitEvent(Arc<Event>);
+
+impl Future for WaitEvent {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.0.state.lock().unwrap();
+        if state.0 {
+            Poll::Ready(())
+        } else {
+            state.1 = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+}
+
+fn fib(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = magpie::join(|| fib(n - 1), || fib(n - 2));
+    a + b
+}
+
+/// Tasks spawn tasks (from inside the pool, so through the LIFO slot and the local rings),
+/// two levels deep; every result comes back.
+fn nested_spawn() {
+    let rt = runtime(2, 2);
+    let total = rt.block_on(async {
+        let outer: Vec<_> = (0..3u64)
+            .map(|i| {
+                magpie::spawn(async move {
+                    let inner: Vec<_> = (0..2u64)
+                        .map(|j| magpie::spawn(async move { i * 10 + j }))
+                        .collect();
+                    let mut sum = 0;
+                    for handle in inner {
+                        sum += handle.await.unwrap();
+                    }
+                    sum
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for handle in outer {
+            total += handle.await.unwrap();
+        }
+        total
+    });
+    assert_eq!(total, (1) + (21) + (41));
+    drop(rt);
+}
+
+/// `join` inside tasks on two workers at once, and `install` from outside: jobs are stolen
+/// between workers whose other half is a task's poll.
+fn join_in_tasks() {
+    let rt = runtime(2, 2);
+    let a = rt.spawn(async { fib(4) });
+    let b = rt.submit(|| magpie::join(|| fib(3), || fib(2)));
+    assert_eq!(rt.install(|| fib(4)), 3);
+    assert_eq!(a.join().unwrap(), 3);
+    assert_eq!(b.join().unwrap(), (2, 1));
+    drop(rt);
+}
+
+/// Abort a task that waits forever, and one racing its own completion: each future is
+/// dropped exactly once, and the handles report cancellation (or the output, if it won).
+fn abort() {
+    let rt = runtime(2, 2);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let guard = DropCount(drops.clone());
+    let forever = rt.spawn(async move {
+        let _guard = guard;
+        std::future::pending::<()>().await
+    });
+    let guard = DropCount(drops.clone());
+    let quick = rt.spawn(async move {
+        let _guard = guard;
+        7
+    });
+    forever.abort();
+    quick.abort();
+    assert!(forever.join().unwrap_err().is_cancelled());
+    match quick.join() {
+        Ok(v) => assert_eq!(v, 7),
+        Err(e) => assert!(e.is_cancelled()),
+    }
+    drop(rt);
+    assert_eq!(drops.load(SeqCst), 2);
+}
+
+/// A panicking closure and a panicking future: the handles report the panic, the workers
+/// survive and run more work on each of them.
+fn panics() {
+    let rt = runtime(2, 2);
+    let closure = rt.submit(|| -> u32 { panic!("planted panic (closure)") });
+    let future = rt.spawn(async { panic!("planted panic (future)") });
+    assert!(closure.join().unwrap_err().is_panic());
+    let err: magpie::JoinError = future.join().unwrap_err();
+    assert!(err.is_panic());
+    for worker in 0..2 {
+        assert_eq!(
+            rt.submit_to(worker, move || worker + 1)
+                .unwrap()
+                .join()
+                .unwrap(),
+            worker + 1
+        );
+    }
+    drop(rt);
+}
+
+/// Dropping the runtime with work pending: tasks that wait forever, tasks queued behind
+/// them, closures not yet run. Every future and closure is dropped exactly once, whether
+/// it ran or not; every handle reports an output or a cancellation.
+fn shutdown_with_pending_work() {
+    let rt = runtime(3, 3);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut handles = Vec::new();
+    for i in 0..4 {
+        let guard = DropCount(drops.clone());
+        handles.push(rt.spawn(async move {
+            let _guard = guard;
+            if i % 2 == 0 {
+                std::future::pending::<()>().await;
+            }
+        }));
+    }
+    let mut closures = Vec::new();
+    for _ in 0..2 {
+        let guard = DropCount(drops.clone());
+        closures.push(rt.submit(move || drop(guard)));
+    }
+    drop(rt);
+    assert_eq!(drops.load(SeqCst), 6);
+    for (i, handle) in handles.into_iter().enumerate() {
+        match handle.join() {
+            Ok(()) => assert!(i % 2 == 1, "a pending task completed"),
+            Err(e) => assert!(e.is_cancelled()),
+        }
+    }
+    for handle in closures {
+        if let Err(e) = handle.join() {
+            assert!(e.is_cancelled());
+        }
+    }
+}
+
+/// A thread outside the pool wakes a parked task, while the runtime's workers may be
+/// parking, spinning or stealing.
+fn outside_wake() {
+    let rt = runtime(2, 2);
+    let events: Vec<Arc<Event>> = (0..2).map(|_| Arc::default()).collect();
+    let handles: Vec<_> = events
+        .iter()
+        .enumerate()
+        .map(|(i, event)| {
+            let wait = event.wait();
+            rt.spawn(async move {
+                wait.await;
+                i
+            })
+        })
+        .collect();
+    let waker = shuttle::thread::spawn(move || {
+        for event in events {
+            event.fire();
+        }
+    });
+    for (i, handle) in handles.into_iter().enumerate() {
+        assert_eq!(handle.join().unwrap(), i);
+    }
+    waker.join().unwrap();
+    drop(rt);
+}
+
+/// Two tasks hand a baton back and forth, each waking the other from inside the pool (the
+/// LIFO slot path, and its rescue by a thief), while a third task competes for the workers.
+fn lifo_ping_pong() {
+    const ROUNDS: usize = 3;
+    let rt = runtime(2, 2);
+    // (whose turn, the waiting task's waker), turns 0 and 1.
+    let baton = Arc::new(Mutex::new((0usize, [None::<Waker>, None])));
+    let player = |me: usize| {
+        let baton = baton.clone();
+        rt.spawn(async move {
+            for _ in 0..ROUNDS {
+                std::future::poll_fn(|cx| {
+                    let mut b = baton.lock().unwrap();
+                    if b.0 == me {
+                        Poll::Ready(())
+                    } else {
+                        b.1[me] = Some(cx.waker().clone());
+                        Poll::Pending
+                    }
+                })
+                .await;
+                let other = {
+                    let mut b = baton.lock().unwrap();
+                    b.0 = 1 - me;
+                    b.1[1 - me].take()
+                };
+                if let Some(waker) = other {
+                    waker.wake();
+                }
+            }
+        })
+    };
+    let ping = player(0);
+    let pong = player(1);
+    let busy = rt.spawn(async {
+        for _ in 0..2 {
+            magpie::task::yield_now().await;
+        }
+    });
+    ping.join().unwrap();
+    pong.join().unwrap();
+    busy.join().unwrap();
+    assert_eq!(baton.lock().unwrap().0, 0);
+    drop(rt);
+}
+
+/// Changing the worker count while closures run and queue on the retiring workers: every
+/// closure runs exactly once, and `wait_idle` sees them all.
+fn active_workers() {
+    let rt = runtime(2, 3);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let submit = |n: usize| {
+        for i in 0..n {
+            let ran = ran.clone();
+            let job = move || {
+                ran.fetch_add(1, SeqCst);
+            };
+            drop(rt.submit_to(i % 3, job).unwrap());
+        }
+    };
+    submit(3);
+    rt.set_active_workers(3).unwrap();
+    submit(3);
+    rt.set_active_workers(1).unwrap();
+    submit(3);
+    rt.set_active_workers(2).unwrap();
+    rt.wait_idle();
+    assert_eq!(ran.load(SeqCst), 9);
+    assert_eq!(rt.stats().tasks_alive, 0);
+    drop(rt);
+}
+
+/// Closures queued on one worker's mailbox while that worker is busy waiting for one of
+/// them: another worker must steal it (or the first would wait forever), so this checks that
+/// queued work wakes a worker that can run it.
+fn submit_to_and_steal() {
+    let rt = runtime(2, 2);
+    let flag = Arc::new(AtomicBool::new(false));
+    let seen = flag.clone();
+    let waiter = rt
+        .submit_to(0, move || {
+            // A busy-wait with a yield point, as any spin under shuttle needs.
+            while !seen.load(SeqCst) {
+                shuttle::thread::yield_now();
+            }
+            magpie::current_worker_index()
+        })
+        .unwrap();
+    let setter = rt
+        .submit_to(0, move || {
+            flag.store(true, SeqCst);
+            magpie::current_worker_index()
+        })
+        .unwrap();
+    let others: Vec<_> = (0..2)
+        .map(|i| rt.submit_to(0, move || i).unwrap())
+        .collect();
+    let waited_on = waiter.join().unwrap();
+    let set_on = setter.join().unwrap();
+    // Whoever ran first, the two ran on different workers or in order on one.
+    assert!(waited_on.is_some() && set_on.is_some());
+    for (i, handle) in others.into_iter().enumerate() {
+        assert_eq!(handle.join().unwrap(), i);
+    }
+    drop(rt);
+}
+
+/// `wait_idle` while closures spawn tasks that spawn tasks: it returns only when every one
+/// has finished.
+fn wait_idle() {
+    let rt = runtime(2, 2);
+    let done = Arc::new(AtomicUsize::new(0));
+    for _ in 0..2 {
+        let done = done.clone();
+        drop(rt.submit(move || {
+            let inner = done.clone();
+            drop(magpie::spawn(async move {
+                let innermost = inner.clone();
+                drop(magpie::spawn(async move {
+                    innermost.fetch_add(1, SeqCst);
+                }));
+                inner.fetch_add(1, SeqCst);
+            }));
+            done.fetch_add(1, SeqCst);
+        }));
+    }
+    rt.wait_idle();
+    assert_eq!(done.load(SeqCst), 6);
+    drop(rt);
+}
+
+/// Scoped jobs that borrow from the caller's stack, on four workers, with a task spawned
+/// from inside a job.
+fn scope_on_four_workers() {
+    let rt = runtime(4, 4);
+    let mut out = [0u64; 3];
+    let task = rt.install(|| {
+        let (a, rest) = out.split_at_mut(1);
+        let (b, c) = rest.split_at_mut(1);
+        let mut task = None;
+        magpie::scope(|s| {
+            s.spawn(|_| a[0] = fib(3));
+            s.spawn(|_| b[0] = fib(4));
+            s.spawn(|_| c[0] = fib(2));
+            task = Some(magpie::spawn(async { 5 }));
+        });
+        task.unwrap()
+    });
+    assert_eq!(out, [2, 3, 1]);
+    assert_eq!(task.join().unwrap(), 5);
+    drop(rt);
+}
+
+/// Tasks await closures' handles and closures run `join`: tasks and closures wake each
+/// other across workers, and an outside `block_on` waits for them all.
+fn handles_across_kinds() {
+    let rt = runtime(3, 3);
+    let sum = rt.block_on(async {
+        let closure = magpie::submit(|| 20);
+        let task = magpie::spawn(async move { closure.await.unwrap() + 1 });
+        let other = magpie::submit(|| magpie::join(|| 10, || 11));
+        let (x, y) = other.await.unwrap();
+        task.await.unwrap() + x + y
+    });
+    assert_eq!(sum, 42);
+    drop(rt);
+}
+
+#[test]
+fn shuttle_nested_spawn() {
+    check(nested_spawn, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_join_in_tasks() {
+    check(join_in_tasks, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_abort() {
+    check(abort, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_panics() {
+    check(panics, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_shutdown_with_pending_work() {
+    check(shutdown_with_pending_work, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_outside_wake() {
+    check(outside_wake, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_lifo_ping_pong() {
+    check(lifo_ping_pong, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_active_workers() {
+    check(active_workers, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_submit_to_and_steal() {
+    check(submit_to_and_steal, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_wait_idle() {
+    check(wait_idle, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_scope_on_four_workers() {
+    check(scope_on_four_workers, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_handles_across_kinds() {
+    check(handles_across_kinds, 10_000, 10_000);
+}
