@@ -233,7 +233,26 @@ fn shutdown_with_pending_work() {
 /// A thread outside the pool wakes a parked task, while the runtime's workers may be
 /// parking, spinning or stealing.
 fn outside_wake() {
-    let rt = runtime(2, 2);
+    outside_wake_into(false);
+}
+
+/// As [`outside_wake`], but the outside thread first waits until every worker has parked, so
+/// that each wake lands in a fully parked pool: a wake the sleep protocol loses there leaves
+/// every thread blocked, which shuttle reports as a deadlock. (Left to the schedulers alone,
+/// the workers hardly ever park: under shuttle every spin and yield is a scheduling point,
+/// and `yield_now` lowers a thread's priority under PCT, so the other threads finish first.)
+fn outside_wake_into_parked_pool() {
+    outside_wake_into(true);
+}
+
+/// Whether every worker of `rt` is parked (or on its way: past the last recheck).
+fn all_parked(rt: &Runtime) -> bool {
+    let stats = rt.stats();
+    stats.workers.iter().all(|w| w.parks > w.unparks)
+}
+
+fn outside_wake_into(parked: bool) {
+    let rt = Arc::new(runtime(2, 2));
     let events: Vec<Arc<Event>> = (0..2).map(|_| Arc::default()).collect();
     let handles: Vec<_> = events
         .iter()
@@ -246,11 +265,17 @@ fn outside_wake() {
             })
         })
         .collect();
-    let waker = shuttle::thread::spawn(move || {
-        for event in events {
-            event.fire();
-        }
-    });
+    let waker = {
+        let rt = rt.clone();
+        shuttle::thread::spawn(move || {
+            for event in events {
+                while parked && !all_parked(&rt) {
+                    shuttle::thread::yield_now();
+                }
+                event.fire();
+            }
+        })
+    };
     for (i, handle) in handles.into_iter().enumerate() {
         assert_eq!(handle.join().unwrap(), i);
     }
@@ -454,6 +479,14 @@ fn shuttle_shutdown_with_pending_work() {
 #[test]
 fn shuttle_outside_wake() {
     check(outside_wake, 10_000, 10_000);
+}
+
+#[test]
+// The negative control: with `--cfg magpie_shuttle_broken` a remote push wakes nobody, and
+// shuttle must find the pool parked for good (scripts/shuttle.sh runs both ways).
+#[cfg_attr(magpie_shuttle_broken, should_panic(expected = "deadlock"))]
+fn shuttle_outside_wake_into_parked_pool() {
+    check(outside_wake_into_parked_pool, 2_000, 2_000);
 }
 
 #[test]

@@ -263,6 +263,10 @@ impl Registry {
             self.remote_schedules.fetch_add(1, Relaxed);
         }
         match self.task_inject.push(task.into_header()) {
+            // A negative control for the shuttle scenarios (`--cfg magpie_shuttle_broken`):
+            // a remote push that wakes nobody, which `shuttle_outside_wake_into_parked_pool`
+            // must report as a deadlock.
+            Ok(()) if cfg!(magpie_shuttle_broken) => {}
             Ok(()) => self.sleep.notify_task(),
             // SAFETY: the refused pointer is the Notified we just gave up.
             Err(ptr) => unsafe { Task::from_header(ptr) }.shutdown(),
