@@ -106,21 +106,15 @@ impl Timeline {
                         e.args["name"].as_str().map(str::to_string);
                     continue;
                 }
-                ("X", "task" | "job") => {
-                    lanes
-                        .entry(e.tid)
-                        .or_default()
-                        .busy
-                        .push((e.ts, e.ts + e.dur));
-                    counts.busy_spans += 1;
-                }
-                ("X", "park") => {
-                    lanes
-                        .entry(e.tid)
-                        .or_default()
-                        .parked
-                        .push((e.ts, e.ts + e.dur));
-                    counts.park_spans += 1;
+                ("X", "task" | "job" | "park") => {
+                    let lane = lanes.entry(e.tid).or_default();
+                    let (spans, count) = if e.cat == "park" {
+                        (&mut lane.parked, &mut counts.park_spans)
+                    } else {
+                        (&mut lane.busy, &mut counts.busy_spans)
+                    };
+                    spans.push((e.ts, e.ts + e.dur));
+                    *count += 1;
                 }
                 ("i" | "I", "steal") => {
                     let victim = e.args["victim"].as_u64();

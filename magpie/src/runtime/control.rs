@@ -56,12 +56,7 @@ impl Runtime {
             remote_schedules: registry.remote_schedules.load(Relaxed),
             poll_time_histogram_enabled: registry.poll_time_histogram,
             poll_time_histogram_bounds_ns: histogram_bounds_ns(),
-            trace_events: registry
-                .traces
-                .iter()
-                .flat_map(|traces| traces.iter())
-                .map(|ring| ring.recorded())
-                .sum(),
+            trace_events: registry.traces.iter().flatten().map(|r| r.recorded()).sum(),
             uptime_ns,
         }
     }

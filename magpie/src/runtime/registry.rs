@@ -279,14 +279,19 @@ impl Registry {
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let (task, handle) = self.new_bound_task(future);
-        if let Some(task) = task {
-            self.schedule_task(task, false);
-        }
-        handle
+        // One look at the thread-local for both the count and the queue.
+        self.with_own_worker(|worker| {
+            let (task, handle) = self.new_bound_task(future, worker);
+            if let Some(task) = task {
+                match worker {
+                    Some(worker) => worker.schedule_local(task, false),
+                    None => self.push_remote(task),
+                }
+            }
+            handle
+        })
     }
 
-    /// Spawns `future` onto worker `worker`'s mailbox (`submit_to`).
     /// Queues a new task on the less loaded of two workers picked at random (the "power of
     /// two choices": nearly as even as asking every worker, at the cost of two). A worker's
     /// load is the length of its ring plus its mailbox plus its LIFO slot, each read without
@@ -323,6 +328,7 @@ impl Registry {
         slots.ring.len() + slots.mailbox.len() + usize::from(!slots.lifo.is_empty())
     }
 
+    /// Spawns `future` onto worker `worker`'s mailbox (`submit_to`).
     pub(crate) fn spawn_to<F>(
         self: &Arc<Registry>,
         worker: usize,
@@ -332,7 +338,7 @@ impl Registry {
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let (task, handle) = self.new_bound_task(future);
+        let (task, handle) = self.with_own_worker(|spawner| self.new_bound_task(future, spawner));
         let Some(task) = task else {
             return handle;
         };
@@ -357,12 +363,16 @@ impl Registry {
     /// Makes a task of `future` and links it into the live-task list. The `Notified` is
     /// `None` when the runtime is shutting down: the future has then been dropped here and
     /// the handle resolves to cancelled.
-    fn new_bound_task<F>(self: &Arc<Registry>, future: F) -> (Option<Task>, JoinHandle<F::Output>)
+    fn new_bound_task<F>(
+        self: &Arc<Registry>,
+        future: F,
+        spawner: Option<&WorkerThread>,
+    ) -> (Option<Task>, JoinHandle<F::Output>)
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.count_spawn();
+        self.count_spawn(spawner);
         let (task, handle) = new_task(future, self.clone(), self.id);
         // SAFETY: the new task's Notified holds a reference; it was never linked.
         if unsafe { self.owned.bind(task.raw()) } {
@@ -373,32 +383,49 @@ impl Registry {
         }
     }
 
-    /// Counts a spawn: on the spawning worker, or as a remote spawn.
+    /// Counts a spawn: on the spawning worker (one of ours), or as a remote spawn.
     #[inline]
-    fn count_spawn(&self) {
-        // SAFETY: a non-null current worker is live for the duration of this call.
-        match unsafe { WorkerThread::current().as_ref() } {
-            Some(worker) if ptr::eq(worker.registry(), self) => {
-                bump(&self.counters[worker.index()].tasks_spawned);
-            }
-            _ if cfg!(not(magpie_no_stats)) => {
+    fn count_spawn(&self, spawner: Option<&WorkerThread>) {
+        match spawner {
+            Some(worker) => bump(&self.counters[worker.index()].tasks_spawned),
+            None if cfg!(not(magpie_no_stats)) => {
                 // Relaxed: a statistic.
                 self.tasks_spawned_remote.fetch_add(1, Relaxed);
             }
-            _ => {}
+            None => {}
+        }
+    }
+
+    /// Calls `f` with the worker running on this thread if it is one of this registry's,
+    /// else with `None`.
+    #[inline]
+    fn with_own_worker<R>(&self, f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
+        // SAFETY: a non-null current worker is live while its thread runs work, which
+        // includes this whole call (the borrow does not escape `f`).
+        let current = unsafe { WorkerThread::current().as_ref() };
+        f(current.filter(|worker| ptr::eq(worker.registry(), self)))
+    }
+
+    /// Queues tasks (their `Notified` pointers) on the inject queue in one batch, cancelling
+    /// them if it is closed (only after every worker has exited, so not in practice; it keeps
+    /// every task accounted for). Wakes nobody: the caller decides.
+    pub(crate) fn inject_tasks(&self, items: impl IntoIterator<Item = NonNull<Header>>) {
+        if let Err(refused) = self.task_inject.push_batch(items) {
+            for ptr in refused {
+                // SAFETY: each pointer carries its Notified's reference (the caller's queue
+                // held it).
+                unsafe { Task::from_header(ptr) }.shutdown();
+            }
         }
     }
 
     /// Queues a woken (or new) task: on the current worker's own queues if this thread is
     /// one of this runtime's workers, otherwise on the inject queue.
     fn schedule_task(&self, task: Task, is_yield: bool) {
-        // SAFETY: a non-null current worker is live for the duration of this call.
-        match unsafe { WorkerThread::current().as_ref() } {
-            Some(worker) if ptr::eq(worker.registry(), self) => {
-                worker.schedule_local(task, is_yield)
-            }
-            _ => self.push_remote(task),
-        }
+        self.with_own_worker(|worker| match worker {
+            Some(worker) => worker.schedule_local(task, is_yield),
+            None => self.push_remote(task),
+        })
     }
 
     /// Wakes whoever must see a timer filed earlier than the driver's current deadline.
@@ -443,12 +470,10 @@ impl Registry {
         OP: FnOnce(&WorkerThread) -> R + Send,
         R: Send,
     {
-        // SAFETY: a non-null current worker pointer is live for the duration of this call,
-        // which runs on that worker's thread.
-        match unsafe { WorkerThread::current().as_ref() } {
-            Some(worker) if std::ptr::eq(worker.registry(), self) => op(worker),
-            _ => self.in_worker_cold(op),
-        }
+        self.with_own_worker(|worker| match worker {
+            Some(worker) => op(worker),
+            None => self.in_worker_cold(op),
+        })
     }
 }
 
@@ -464,12 +489,11 @@ impl Schedule for Arc<Registry> {
     fn release(&self, task: RawTask) -> bool {
         // Counted before the task leaves the live list, so that whoever sees the list empty
         // (`wait_idle`, through the SeqCst decrement in `remove`) sees the count too.
-        // SAFETY: a non-null current worker is live during this call.
-        if let Some(worker) = unsafe { WorkerThread::current().as_ref() } {
-            if std::ptr::eq(worker.registry(), &**self) {
+        self.with_own_worker(|worker| {
+            if let Some(worker) = worker {
                 bump(&self.counters[worker.index()].tasks_completed);
             }
-        }
+        });
         // SAFETY: the completer holds a reference to `task`.
         let removed = unsafe { self.owned.remove(task) };
         self.idle_wait

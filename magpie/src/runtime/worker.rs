@@ -171,14 +171,7 @@ struct ToInject<'a> {
 impl Overflow<Header> for ToInject<'_> {
     fn push_batch(&self, items: impl Iterator<Item = NonNull<Header>>) {
         bump(&self.counters.overflows);
-        if let Err(refused) = self.registry.task_inject.push_batch(items) {
-            // Closed: only after every worker has exited, so this is unreachable in
-            // practice; cancelling keeps every task accounted for anyway.
-            for ptr in refused {
-                // SAFETY: each pointer carries its Notified's reference (the ring held it).
-                unsafe { Task::from_header(ptr) }.shutdown();
-            }
-        }
+        self.registry.inject_tasks(items);
     }
 }
 
@@ -664,21 +657,11 @@ impl WorkerThread {
         debug_assert!(self.deque.is_empty());
         let registry = &*self.registry;
         loop {
-            let mut handed = Vec::new();
-            handed.extend(self.take_lifo().map(Task::into_header));
-            while let Some(ptr) = self.ring.pop() {
-                handed.push(ptr);
-            }
-            while let Some(ptr) = self.slots().mailbox.pop() {
-                handed.push(ptr);
-            }
+            let mut handed: Vec<_> = self.slots().lifo.take().into_iter().collect();
+            handed.extend(std::iter::from_fn(|| self.ring.pop()));
+            handed.extend(std::iter::from_fn(|| self.slots().mailbox.pop()));
             if !handed.is_empty() {
-                if let Err(refused) = registry.task_inject.push_batch(handed) {
-                    for ptr in refused {
-                        // SAFETY: each pointer carries its Notified's reference.
-                        unsafe { Task::from_header(ptr) }.shutdown();
-                    }
-                }
+                registry.inject_tasks(handed);
                 registry.sleep.notify_task();
             }
             if registry.is_terminating() {

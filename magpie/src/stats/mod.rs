@@ -439,7 +439,7 @@ impl Stats {
         if executed == 0 {
             0.0
         } else {
-            ((self.jobs_stolen() + self.tasks_stolen()) as f64 / executed as f64).min(1.0)
+            (self.steals() as f64 / executed as f64).min(1.0)
         }
     }
 
