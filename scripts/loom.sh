@@ -1,21 +1,46 @@
 #!/usr/bin/env bash
-# The loom models: the deque, the task ring, the task state machine, the sleep protocol and
-# the trace ring, model-checked under `--cfg loom`, then the negative controls.
-# LOOM_MAX_PREEMPTIONS bounds the search (3 in CI; raise it for a longer run).
+# The loom models, under `--cfg loom`:
+#   1. the data structures and protocols (the deque, the task ring, the LIFO slot, the task
+#      state machine, the sleep protocol, the timer driver, the trace ring), at
+#      LOOM_MAX_PREEMPTIONS (3 unless set);
+#   2. the whole runtime on two workers (runtime/loom_runtime.rs), at one preemption, or at
+#      the bound given by `--runtime-bound N` (the longer tier uses 2);
+#   3. the negative controls, which must fail.
+#
+#   scripts/loom.sh                     # CI: bound 3, runtime bound 1
+#   scripts/loom.sh --runtime-bound 2   # the longer tier (see the README)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}"
+
+runtime_bound=1
+if [[ "${1:-}" == "--runtime-bound" ]]; then
+    runtime_bound="${2:?--runtime-bound needs a number}"
+    shift 2
+fi
+
 RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
-    cargo test --release -p magpie --lib loom -- --test-threads=1 "$@"
+    LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
+    cargo test --release -p magpie --lib loom -- --test-threads=1 --skip loom_runtime_ "$@"
+
+# Each runtime model is one long single-threaded search: run two at a time.
+RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
+    LOOM_MAX_PREEMPTIONS="$runtime_bound" \
+    cargo test --release -p magpie --lib loom_runtime_ -- --test-threads=2 "$@"
 
 # Negative controls: with `--cfg magpie_loom_broken` the code under test is deliberately
 # broken (a Relaxed where Acquire is needed in the deque's steal; the trace ring's reader
 # keeping torn events; the timer driver storing its next deadline outside the lock; a task
-# completer that leaves the live list before settling who drops the output) and these models are marked should_panic: they pass only if loom
-# finds the bug, which shows the models can fail.
+# completer that leaves the live list before settling who drops the output; a worker that
+# parks without rechecking the task queues) and these models are marked should_panic: they
+# pass only if loom finds the bug, which shows the models can fail.
 RUSTFLAGS="--cfg loom --cfg magpie_loom_broken ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom-broken \
+    LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
     cargo test --release -p magpie --lib -- --test-threads=1 \
     loom_pop_then_push_reuses_slot_while_stolen_from loom_trace:: \
     loom_timer_register_races_fire loom_wait_idle_after_handle_drop_sees_the_output_dropped \
     loom_handle_reads_or_drops_while_the_task_leaves_the_list \
     --skip loom_timer_register_races_fire_and_cancel
+RUSTFLAGS="--cfg loom --cfg magpie_loom_broken ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom-broken \
+    LOOM_MAX_PREEMPTIONS="$runtime_bound" \
+    cargo test --release -p magpie --lib -- --exact \
+    runtime::loom_runtime::loom_runtime_last_searcher_vs_notification

@@ -123,22 +123,17 @@ mod util;
 
 #[cfg(not(loom))]
 pub mod iter;
-#[cfg(not(loom))]
 mod join;
 #[cfg(not(loom))]
 pub mod prelude;
-#[cfg(not(loom))]
 mod runtime;
 mod stats;
 
-#[cfg(not(loom))]
 pub use join::{join, scope, Scope};
-#[cfg(not(loom))]
 pub use runtime::{
     block_on, current_num_workers, current_worker_index, default_runtime, spawn, spawn_blocking,
     submit, ActiveWorkersError, BuildError, Builder, Runtime, SubmitError, MAX_WORKERS,
     MIN_STACK_SIZE,
 };
-#[cfg(not(loom))]
 pub use stats::{Stats, WorkerStats};
 pub use task::{JoinError, JoinHandle};

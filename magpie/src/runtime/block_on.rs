@@ -8,8 +8,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use super::worker::WorkerThread;
 use crate::sync::atomic::*;
 use crate::sync::thread::{self, Thread};
-use crate::sync::{Arc as StdArc, AtomicBool};
+use crate::sync::AtomicBool;
 use crate::task::coop;
+use std::sync::Arc as StdArc;
 
 /// Wakes the blocked thread.
 struct ThreadWaker {

@@ -14,9 +14,10 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::sync::{lock, thread, wait_until, Arc, Condvar, Mutex};
+use crate::sync::{lock, thread, wait_until, Condvar, Mutex};
 use crate::task::notified::{new_task, Notified, Schedule};
 use crate::task::JoinHandle;
+use std::sync::Arc;
 
 /// Default cap on blocking threads.
 pub(crate) const DEFAULT_MAX_THREADS: usize = 512;
@@ -132,7 +133,7 @@ impl BlockingPool {
         }
         let mut state = lock(&self.inner.state);
         while state.threads > 0 {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if deadline.is_some_and(|d| crate::sync::time::now() >= d) {
                 return false;
             }
             state = wait_until(&self.inner.exited, state, deadline);

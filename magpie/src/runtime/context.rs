@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use super::registry::Registry;
 use super::worker::WorkerThread;
 use crate::sync::thread::thread_local;
-use crate::sync::Arc;
+use std::sync::Arc;
 
 thread_local! {
     /// The runtimes whose `block_on` runs on this thread, innermost last.

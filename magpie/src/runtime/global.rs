@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use super::builder::{BuildError, Builder};
 use super::registry::Registry;
 use super::Runtime;
-use crate::sync::Arc;
+use std::sync::Arc;
 
 static GLOBAL: OnceLock<Runtime> = OnceLock::new();
 

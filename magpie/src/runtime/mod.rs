@@ -21,11 +21,12 @@ pub use control::ActiveWorkersError;
 use crate::queue::{chase_lev, local};
 use crate::sync::atomic::*;
 use crate::sync::thread::{self, JoinHandle as ThreadHandle};
-use crate::sync::{barrier, lock, wait_until, Arc, Condvar, Mutex, StaticAtomicUsize};
+use crate::sync::{barrier, lock, wait_until, Condvar, Mutex, StaticAtomicUsize};
 use crate::task::closure::Closure;
 use crate::task::JoinHandle;
 use blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
 use registry::Registry;
+use std::sync::Arc;
 use worker::{WorkerSeed, WorkerThread};
 
 /// A pool of worker threads that runs fork-join jobs, async tasks and submitted closures,
@@ -72,7 +73,7 @@ impl ExitCount {
     fn wait(&self, deadline: Option<Instant>) -> bool {
         let mut running = lock(&self.running);
         while *running > 0 {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if deadline.is_some_and(|d| crate::sync::time::now() >= d) {
                 return false;
             }
             running = wait_until(&self.exited, running, deadline);
@@ -171,7 +172,8 @@ impl Runtime {
                 .resolved_trace()
                 .then(|| trace_capacity.unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)),
             poll_time_histogram: builder.poll_time_histogram,
-            park_safety_net: builder.park_safety_net.unwrap_or(worker::PARK_SAFETY_NET),
+            park_safety_net: (!cfg!(loom))
+                .then(|| builder.park_safety_net.unwrap_or(worker::PARK_SAFETY_NET)),
         };
         let registry = Arc::new(Registry::new(
             stealers,
@@ -456,7 +458,7 @@ impl Runtime {
     /// ```
     pub fn shutdown_timeout(mut self, timeout: Duration) {
         // A timeout too long to represent waits without a deadline.
-        self.shutdown(Instant::now().checked_add(timeout));
+        self.shutdown(crate::sync::time::now().checked_add(timeout));
     }
 
     /// Shutdown: cancel every task, stop the blocking pool and the workers, wait for the
@@ -481,7 +483,7 @@ impl Runtime {
         let threads = std::mem::take(&mut *lock(&self.threads));
         if on_own_worker {
             // Joining our own thread would deadlock; the workers exit on their own.
-            let _ = registry.blocking.shutdown(Some(Instant::now()));
+            let _ = registry.blocking.shutdown(Some(crate::sync::time::now()));
             return;
         }
         let workers_done = self.exits.wait(deadline);
@@ -670,3 +672,6 @@ pub fn current_num_workers() -> usize {
         None => context::current_registry().num_workers(),
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_runtime;

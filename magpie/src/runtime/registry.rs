@@ -14,13 +14,14 @@ use crate::sleep::Sleep;
 use crate::stats::trace::TraceBuffer;
 use crate::stats::{bump, WorkerCounters};
 use crate::sync::atomic::*;
-use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize};
+use crate::sync::{AtomicBool, AtomicUsize, StatAtomicU64 as AtomicU64};
 use crate::task::notified::{new_task, Notified, Schedule};
 use crate::task::owned::OwnedTasks;
 use crate::task::raw::{Header, RawTask};
 use crate::task::JoinHandle;
 use crate::time::driver::{Driver, Rearm};
 use crate::util::CachePadded;
+use std::sync::Arc;
 
 use super::blocking::BlockingPool;
 use super::idle_wait::IdleWait;
@@ -77,8 +78,9 @@ pub(crate) struct Registry {
     pub(crate) traces: Option<Box<[Arc<TraceBuffer>]>>,
     /// Whether workers time each poll for the histogram.
     pub(crate) poll_time_histogram: bool,
-    /// The longest a worker parks without a wakeup (see `worker::PARK_SAFETY_NET`).
-    pub(crate) park_safety_net: std::time::Duration,
+    /// The longest a worker parks without a wakeup (see `worker::PARK_SAFETY_NET`); `None`
+    /// under loom, where a timed park does not block (see `sync::time`).
+    pub(crate) park_safety_net: Option<std::time::Duration>,
     /// Tasks queued from outside the pool (spawns and wakes).
     pub(crate) remote_schedules: AtomicU64,
     /// Tasks spawned from outside the pool.
@@ -105,7 +107,7 @@ pub(crate) struct Options {
     /// Events per worker ring, if tracing is on.
     pub(crate) trace_capacity: Option<usize>,
     pub(crate) poll_time_histogram: bool,
-    pub(crate) park_safety_net: std::time::Duration,
+    pub(crate) park_safety_net: Option<std::time::Duration>,
 }
 
 impl Registry {
@@ -138,7 +140,7 @@ impl Registry {
             counters: (0..n)
                 .map(|_| Arc::new(CachePadded::new(WorkerCounters::default())))
                 .collect(),
-            started: std::time::Instant::now(),
+            started: crate::sync::time::now(),
             idle_wait: IdleWait::default(),
             balance_seed: AtomicUsize::new(0),
             active: CachePadded::new(AtomicUsize::new(options.active)),

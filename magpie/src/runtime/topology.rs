@@ -33,6 +33,10 @@ impl Groups {
 
     /// The machine's groups (see the module doc), or one group.
     pub(crate) fn from_machine(workers: usize) -> Groups {
+        // Under loom every worker is a coroutine on the test's one OS thread: nothing to pin.
+        if cfg!(loom) {
+            return Groups::even(workers, 1);
+        }
         match machine_cpu_sets() {
             Some(sets) if sets.len() > 1 && workers >= sets.len() => Groups {
                 of_worker: (0..workers).map(|w| w * sets.len() / workers).collect(),

@@ -36,12 +36,12 @@ use crate::sleep::Wake;
 use crate::stats::trace::{Kind, TraceBuffer};
 use crate::stats::{add, bump, histogram_bucket, set, WorkerCounters};
 use crate::sync::thread::{self, thread_local};
-use crate::sync::Arc;
 use crate::task::coop;
 use crate::task::raw::Header;
 use crate::util::rand::FastRand;
 use crate::util::unwind::AbortIfPanic;
 use crate::util::CachePadded;
+use std::sync::Arc;
 
 use super::registry::{Registry, Task, TaskSlots};
 
@@ -49,9 +49,9 @@ use super::registry::{Registry, Task, TaskSlots};
 /// Spinning briefly catches the next job of a fork-join computation without a futex round
 /// trip (the Blitz seed uses 64 spins, 128 yields); we search every victim once per round,
 /// so rounds are longer than the seed's single attempts and we use fewer.
-#[cfg(not(shuttle))]
+#[cfg(not(any(loom, shuttle)))]
 const SPIN_ROUNDS: u32 = 16;
-#[cfg(not(shuttle))]
+#[cfg(not(any(loom, shuttle)))]
 const YIELD_ROUNDS: u32 = 32;
 // Under shuttle every spin and yield is a scheduling point of the checker: a few of each
 // exercise the spin → yield → park progression without drowning the schedule in them.
@@ -59,6 +59,11 @@ const YIELD_ROUNDS: u32 = 32;
 const SPIN_ROUNDS: u32 = 2;
 #[cfg(shuttle)]
 const YIELD_ROUNDS: u32 = 2;
+// Under loom every round is dozens of explored atomic operations: one round, then park.
+#[cfg(loom)]
+const SPIN_ROUNDS: u32 = 0;
+#[cfg(loom)]
+const YIELD_ROUNDS: u32 = 0;
 
 /// The longest a worker parks without being woken, by default. Only a safety net: the sleep
 /// protocol does not lose wakeups (sleep/README.md). One wakeup per second per idle worker
@@ -92,7 +97,22 @@ const EWMA_ALPHA: f64 = 0.1;
 /// From this search round on, a thief also takes the task in a victim's LIFO slot (see
 /// "the stranded LIFO task" in `schedule_local`). Earlier rounds leave it to its owner, which
 /// runs it next unless it is stuck in a long poll.
-const LIFO_STEAL_ROUND: u32 = 4;
+///
+/// It must not exceed the rounds a searcher makes before it parks (`SPIN_ROUNDS +
+/// YIELD_ROUNDS`), or no searcher ever takes a stranded LIFO task: the worker that finds it
+/// in its recheck before parking wakes itself, searches again without reaching this round,
+/// and so on for as long as the owner's poll lasts. The loom model
+/// `loom_runtime_last_searcher_vs_notification` found exactly that when loom's build cut the
+/// rounds to two; the `min` keeps the two constants tied.
+const LIFO_STEAL_ROUND: u32 = min_u32(4, SPIN_ROUNDS + YIELD_ROUNDS);
+
+const fn min_u32(a: u32, b: u32) -> u32 {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
 
 thread_local! {
     /// The worker running on this thread, or null.
@@ -446,7 +466,7 @@ impl WorkerThread {
     fn maintenance(&self) {
         self.flush_counters();
         let state = &self.tasks;
-        let now = Instant::now();
+        let now = crate::sync::time::now();
         if let Some(start) = state.batch_start.get() {
             let tasks = state.batch_tasks.get().max(1);
             let sample = now.duration_since(start).as_nanos() as f64 / f64::from(tasks);
@@ -796,21 +816,23 @@ impl<'w> IdleLoop<'w> {
         self.searching = false;
         // R5: recheck every queue after the heavy barrier in `register_parked`. If work is
         // visible, make sure someone who can run it is woken (possibly us: our bit is set).
-        // Tasks wake only workers outside `join` (R6).
+        // Tasks wake only workers outside `join` (R6). With `--cfg magpie_loom_broken` the
+        // task recheck is gone: a negative control that the runtime-level loom models must
+        // catch (the lost wakeup of tokio#4383).
         if registry.has_visible_jobs() {
             registry.sleep.wake_any_cold();
         }
-        if registry.has_visible_tasks() {
+        if !cfg!(magpie_loom_broken) && registry.has_visible_tasks() {
             registry.sleep.wake_free_cold();
         }
-        let safety_net = registry.park_safety_net;
-        let timeout = if driving {
-            registry
-                .timers
-                .park_timeout()
-                .map_or(safety_net, |t| t.min(safety_net))
+        let timer = if driving {
+            registry.timers.park_timeout()
         } else {
-            safety_net
+            None
+        };
+        let timeout = match (timer, registry.park_safety_net) {
+            (Some(timer), Some(net)) => Some(timer.min(net)),
+            (timer, net) => timer.or(net),
         };
         worker.flush_counters();
         bump(&counters.parks);
@@ -822,7 +844,7 @@ impl<'w> IdleLoop<'w> {
         let parked_at = registry.uptime_ns();
         set(&counters.parked_since, parked_at + 1);
         worker.trace_event(Kind::Park, 0);
-        let wake = registry.sleep.park(worker.index, Some(timeout));
+        let wake = registry.sleep.park(worker.index, timeout);
         let unparked_at = registry.uptime_ns();
         worker.trace_event(Kind::Unpark, 0);
         set(&counters.parked_since, 0);

@@ -275,9 +275,9 @@ impl Sleep {
     /// ([`Sleep::wake_worker`]) or `timeout`. Its idle bit stays clear and it keeps counting
     /// as unparked, so notifiers never pick it for work (it would take none) and their
     /// saturation check stays exact for the active workers.
-    pub(crate) fn park_retired(&self, worker: usize, timeout: Duration) {
+    pub(crate) fn park_retired(&self, worker: usize, timeout: Option<Duration>) {
         let parker = &self.parkers[worker];
-        parker.park(Some(timeout));
+        parker.park(timeout);
         parker.take_plain();
     }
 

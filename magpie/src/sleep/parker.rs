@@ -12,7 +12,7 @@
 //! Under shuttle [`Parker::park`] ignores its timeout (shuttle does not model time, and a
 //! real-time deadline would only turn a lost wakeup into a pause): same effect.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::sync::{lock, wait_until, Condvar, Mutex};
 
@@ -39,10 +39,10 @@ impl Parker {
         // The safety net (and a timer deadline) is real time, which shuttle does not control.
         #[cfg(shuttle)]
         let timeout: Option<Duration> = timeout.and(None);
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.map(|t| crate::sync::time::now() + t);
         let mut tokens = lock(&self.tokens);
         while !tokens.plain && !tokens.searching {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if deadline.is_some_and(|d| crate::sync::time::now() >= d) {
                 return;
             }
             tokens = wait_until(&self.condvar, tokens, deadline);

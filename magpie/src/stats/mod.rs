@@ -27,7 +27,7 @@
 pub(crate) mod trace;
 
 use crate::sync::atomic::*;
-use crate::sync::AtomicU64;
+use crate::sync::StatAtomicU64 as AtomicU64;
 
 /// Buckets of the poll-time histogram. Bucket 0 holds polls under 256 ns, bucket `i` polls
 /// of `256 << (i - 1)` to `256 << i` ns, the last one everything from about 4.2 ms up.

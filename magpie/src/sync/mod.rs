@@ -19,6 +19,7 @@ compile_error!("`--cfg loom` and `--cfg shuttle` are exclusive: build one at a t
 pub(crate) mod barrier;
 mod cell;
 pub(crate) mod thread;
+pub(crate) mod time;
 
 pub(crate) use cell::UnsafeCell;
 
@@ -40,15 +41,24 @@ pub(crate) use std::sync::{
     Arc, Condvar, Mutex, MutexGuard,
 };
 
-#[cfg(not(shuttle))]
+#[cfg(not(any(loom, shuttle)))]
 pub(crate) use self::AtomicUsize as StaticAtomicUsize;
 /// An atomic counter that lives in a `static`. Under shuttle it is `std`'s: a `static`
 /// outlives each shuttle execution and is shared by the test threads that run executions in
 /// parallel, while shuttle's atomics are cells that only one OS thread may touch (two
 /// shuttle tests at once then fail with "RefCell already borrowed"). A process-wide tally
 /// needs no schedule exploration. Elsewhere it is the facade's [`AtomicUsize`].
-#[cfg(shuttle)]
+#[cfg(any(loom, shuttle))]
 pub(crate) use std::sync::atomic::AtomicUsize as StaticAtomicUsize;
+
+/// A statistics counter or gauge. It is the facade's [`AtomicU64`] except under loom, where
+/// it is `std`'s: statistics order nothing (every access is Relaxed and nothing is decided
+/// on them), and each access to a loom atomic is one more step whose interleavings loom
+/// would explore, which multiplies the cost of the runtime-level models for nothing.
+#[cfg(not(loom))]
+pub(crate) use self::AtomicU64 as StatAtomicU64;
+#[cfg(loom)]
+pub(crate) use std::sync::atomic::AtomicU64 as StatAtomicU64;
 
 pub(crate) mod atomic {
     //! Orderings and fences, re-exported by name.
@@ -64,7 +74,10 @@ pub(crate) mod atomic {
 /// there is one; ignores poisoning, as [`lock`] does.
 ///
 /// Under shuttle, which does not model time, a wait with a deadline never times out (it is
-/// a plain wait): a protocol that only a timeout would rescue shows up as a deadlock.
+/// a plain wait): a protocol that only a timeout would rescue shows up as a deadlock. Under
+/// loom it does not wait at all: it moves the virtual clock ([`time`]) to the deadline and
+/// returns, like a wait that timed out; callers recheck their condition and the clock.
+/// Callers that must not spin (a parked worker's safety net) pass no deadline under loom.
 pub(crate) fn wait_until<'a, T>(
     condvar: &Condvar,
     guard: MutexGuard<'a, T>,
@@ -75,6 +88,13 @@ pub(crate) fn wait_until<'a, T>(
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         },
+        // loom cannot time a wait out: the virtual clock jumps to the deadline instead.
+        #[cfg(loom)]
+        Some(deadline) => {
+            time::advance_to(deadline);
+            guard
+        }
+        #[cfg(not(loom))]
         Some(deadline) => {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match condvar.wait_timeout(guard, left) {

@@ -9,12 +9,12 @@
 //! [`spin_loop`] and [`yield_now`] are yield points, without which a spinning worker would
 //! look like a livelock to shuttle.
 //!
-//! loom never runs the runtime (`lib.rs` compiles it out under `cfg(loom)`), so loom builds
-//! use the `std` names here.
+//! Under `--cfg loom` they are loom's, for the same reasons: the runtime-level loom models
+//! (`runtime/loom_runtime.rs`) start real runtimes whose workers are loom threads.
 //!
 //! [shuttle]: https://docs.rs/shuttle
 
-#[cfg(not(shuttle))]
+#[cfg(not(any(loom, shuttle)))]
 pub(crate) use std::{
     hint::spin_loop,
     thread::{current, park, yield_now, Builder, JoinHandle, Thread},
@@ -27,3 +27,20 @@ pub(crate) use shuttle::{
     thread::{current, park, yield_now, Builder, JoinHandle, Thread},
     thread_local,
 };
+
+#[cfg(loom)]
+pub(crate) use loom::{
+    hint::spin_loop,
+    thread::{current, park, yield_now, Builder, JoinHandle, Thread},
+};
+
+/// `thread_local!` under loom: loom's macro predates `const { .. }` initializers, so this one
+/// unwraps them (the value is then built on first access, which loom does anyway).
+#[cfg(loom)]
+macro_rules! loom_thread_local {
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = const { $init:expr };) => {
+        loom::thread_local!($(#[$attr])* $vis static $name: $t = $init;);
+    };
+}
+#[cfg(loom)]
+pub(crate) use loom_thread_local as thread_local;

@@ -81,14 +81,11 @@ pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<Coop> {
 /// Counts a poll made to yield on the current worker's statistics.
 #[cold]
 fn count_forced_yield() {
-    #[cfg(not(loom))]
-    {
-        let worker = crate::runtime::worker::WorkerThread::current();
-        // SAFETY: a non-null current worker is live for the duration of this call, which
-        // runs on its thread.
-        if let Some(worker) = unsafe { worker.as_ref() } {
-            worker.count_forced_yield();
-        }
+    let worker = crate::runtime::worker::WorkerThread::current();
+    // SAFETY: a non-null current worker is live for the duration of this call, which runs
+    // on its thread.
+    if let Some(worker) = unsafe { worker.as_ref() } {
+        worker.count_forced_yield();
     }
 }
 

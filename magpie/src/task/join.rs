@@ -199,7 +199,6 @@ impl<T> JoinHandle<T> {
     /// let handle = rt.submit(|| (1..=10).product::<u64>());
     /// assert_eq!(handle.join().unwrap(), 3_628_800);
     /// ```
-    #[cfg(not(loom))]
     pub fn join(self) -> Result<T, JoinError> {
         crate::runtime::block_on::block_on_thread(self, "JoinHandle::join")
     }

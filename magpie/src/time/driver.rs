@@ -13,6 +13,14 @@
 //! new deadline, or the registrar sees the driver and wakes it (its token survives until the
 //! park, see `sleep/parker.rs`).
 //!
+//! *The fences.* In the C++ memory model the four SeqCst accesses alone settle that race.
+//! loom, though, models a SeqCst load or read-modify-write as only AcqRel (tokio-rs/loom#180): without
+//! more, it reports a driver that read the old `next_ms` while the registrar read the old
+//! `driver`, and parks for good; `loom_runtime_timer_register_fire_cancel` did exactly that.
+//! A SeqCst fence between each side's write and read settles the race in both models, so
+//! each side has one; they cost one barrier per registration that lowers the deadline and
+//! per driver park, next to a lock and a futex call.
+//!
 //! Times are whole milliseconds since `start`. A deadline is rounded *up* and the clock
 //! *down*, so a timer fires only when `Instant::now() >= deadline`: never early.
 
@@ -56,7 +64,7 @@ pub(crate) struct Driver {
 impl Driver {
     pub(crate) fn new() -> Driver {
         Driver {
-            start: Instant::now(),
+            start: crate::sync::time::now(),
             wheel: Mutex::new(Wheel::new()),
             next_ms: AtomicU64::new(NONE),
             driver: AtomicUsize::new(NO_DRIVER),
@@ -74,7 +82,7 @@ impl Driver {
 
     /// Now in wheel milliseconds, rounded down.
     pub(crate) fn now_ms(&self) -> u64 {
-        self.ms_at(Instant::now())
+        self.ms_at(crate::sync::time::now())
     }
 
     /// `now` in wheel milliseconds, rounded down.
@@ -108,6 +116,8 @@ impl Driver {
         if deadline_ms >= prev {
             return (key, Rearm::Nobody);
         }
+        // Pairs with the fence in `park_timeout` (module docs: "the fences").
+        fence(SeqCst);
         // SeqCst: see above.
         let rearm = match self.driver.load(SeqCst) {
             NO_DRIVER => Rearm::Anyone,
@@ -143,6 +153,8 @@ impl Driver {
 
     /// How long the driver may park: until the next deadline, or `None` with no timers.
     pub(crate) fn park_timeout(&self) -> Option<Duration> {
+        // Pairs with the fence in `register` (module docs: "the fences").
+        fence(SeqCst);
         // SeqCst: see the module docs.
         let next = self.next_ms.load(SeqCst);
         if next == NONE {

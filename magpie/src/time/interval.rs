@@ -37,7 +37,7 @@ const MIN_PERIOD: Duration = Duration::from_millis(1);
 /// assert!(start.elapsed() >= Duration::from_millis(4)); // ticks at 0, 2 and 4 ms
 /// ```
 pub fn interval(period: Duration) -> Interval {
-    interval_at(Instant::now(), period)
+    interval_at(crate::sync::time::now(), period)
 }
 
 /// A timer that ticks every `period`, the first tick at `start`.

@@ -25,21 +25,15 @@
 
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) mod driver;
-#[cfg(not(loom))]
 mod interval;
-#[cfg(not(loom))]
 mod sleep;
-#[cfg(not(loom))]
 mod timeout;
 // Some of the wheel's accessors serve only its tests.
 #[cfg_attr(any(loom, not(test)), allow(dead_code))]
 pub(crate) mod wheel;
 
-#[cfg(not(loom))]
 pub use interval::{interval, interval_at, Interval};
-#[cfg(not(loom))]
 pub use sleep::{sleep, sleep_until, Sleep};
-#[cfg(not(loom))]
 pub use timeout::{timeout, timeout_at, Elapsed, Timeout};
 
 #[cfg(all(test, not(loom)))]

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use super::wheel::TimerKey;
 use crate::runtime::context;
 use crate::runtime::registry::Registry;
-use crate::sync::Arc;
 use crate::task::coop;
+use std::sync::Arc;
 
 /// Waits until `duration` has elapsed.
 ///
@@ -32,7 +32,7 @@ use crate::task::coop;
 /// assert!(start.elapsed() >= Duration::from_millis(5));
 /// ```
 pub fn sleep(duration: Duration) -> Sleep {
-    let now = Instant::now();
+    let now = crate::sync::time::now();
     Sleep::new(now.checked_add(duration).unwrap_or_else(far_future))
 }
 
@@ -56,7 +56,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 /// overflow `Instant`.
 pub(crate) fn far_future() -> Instant {
     const THIRTY_YEARS: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
-    let now = Instant::now();
+    let now = crate::sync::time::now();
     now.checked_add(THIRTY_YEARS)
         .or_else(|| now.checked_add(Duration::from_secs(24 * 60 * 60)))
         .unwrap_or(now)
@@ -108,7 +108,7 @@ impl Sleep {
     /// assert!(sleep.is_elapsed());
     /// ```
     pub fn is_elapsed(&self) -> bool {
-        Instant::now() >= self.deadline
+        crate::sync::time::now() >= self.deadline
     }
 
     /// Moves the deadline (for `Interval`); the next poll files the timer again.
@@ -130,7 +130,7 @@ impl Future for Sleep {
         // A fired timer is progress: it spends a unit of the cooperative budget.
         let coop = std::task::ready!(coop::poll_proceed(cx));
         let this = &mut *self;
-        if Instant::now() >= this.deadline {
+        if crate::sync::time::now() >= this.deadline {
             this.cancel();
             coop.made_progress();
             return Poll::Ready(());

@@ -26,7 +26,7 @@ use super::sleep::{far_future, Sleep};
 /// assert!(slow.is_err());
 /// ```
 pub fn timeout<F: Future>(duration: Duration, future: F) -> Timeout<F> {
-    let deadline = Instant::now()
+    let deadline = crate::sync::time::now()
         .checked_add(duration)
         .unwrap_or_else(far_future);
     timeout_at(deadline, future)

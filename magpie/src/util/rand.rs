@@ -32,6 +32,10 @@ impl FastRand {
 
     /// A generator for worker `index`, mixed with the clock so runs differ.
     pub(crate) fn for_worker(index: usize) -> FastRand {
+        // loom replays each schedule and needs every run of a model to choose alike.
+        if cfg!(loom) {
+            return FastRand::new(index as u64);
+        }
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
