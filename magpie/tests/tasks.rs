@@ -1116,6 +1116,28 @@ fn spawn_blocking_runs_off_the_workers() {
 }
 
 #[test]
+fn a_blocking_closure_spawns_onto_its_own_runtime() {
+    let _guard = watchdog("a_blocking_closure_spawns_onto_its_own_runtime");
+    // The closure's `magpie::spawn` must reach `rt` (its count of tasks spawned from outside
+    // its workers goes up by one), not the global runtime; the worker count tells the two
+    // apart too, unless the machine has exactly three cores.
+    let rt = runtime(3);
+    let before = rt.stats().tasks_spawned_remote;
+    let (workers, on_worker) = wait(rt.spawn_blocking(|| {
+        let task = magpie::spawn(async { magpie::current_worker_index() });
+        (magpie::current_num_workers(), task.join().unwrap())
+    }))
+    .unwrap();
+    assert_eq!(workers, 3, "the blocking closure saw another runtime");
+    assert!(on_worker.is_some(), "the spawned task did not run on a worker");
+    assert_eq!(
+        rt.stats().tasks_spawned_remote,
+        before + 1,
+        "the spawned task went to another runtime"
+    );
+}
+
+#[test]
 fn sixty_four_blocking_closures_run_at_once() {
     let _guard = watchdog("sixty_four_blocking_closures_run_at_once");
     // Each waits until all 64 are running: the pool must give each its own thread.

@@ -422,14 +422,17 @@ impl Runtime {
     /// Runs the closure `f` on the blocking pool: separate threads (at most
     /// [`Builder::max_blocking_threads`], 512 by default; idle ones exit after 10 s) for
     /// work that blocks, such as file I/O or a synchronous library, so it never holds up a
-    /// worker. A panic in `f` is delivered through the handle.
+    /// worker. A panic in `f` is delivered through the handle. Inside `f` this runtime is
+    /// the current one: `magpie::spawn`, `join` and the timers called from `f` use it, as
+    /// they would on its workers.
     ///
     /// # Examples
     ///
     /// ```
-    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+    /// let rt = magpie::Runtime::builder().worker_threads(3).build().unwrap();
     /// let handle = rt.spawn_blocking(|| {
     ///     assert_eq!(magpie::current_worker_index(), None); // not a worker
+    ///     assert_eq!(magpie::current_num_workers(), 3); // but in this runtime
     ///     std::fs::metadata(".").is_ok()
     /// });
     /// assert!(rt.block_on(handle).unwrap());
@@ -439,7 +442,7 @@ impl Runtime {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.registry.blocking.spawn(f)
+        self.registry.spawn_blocking(f)
     }
 
     /// Shuts the runtime down as dropping it does, but waits at most `timeout` for the
@@ -622,7 +625,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    context::current_registry().blocking.spawn(f)
+    context::current_registry().spawn_blocking(f)
 }
 
 /// The global default runtime, which the free functions ([`join`](crate::join),

@@ -275,6 +275,22 @@ impl Registry {
         }
     }
 
+    /// Runs `f` on this runtime's blocking pool, with this runtime as the current one for the
+    /// free functions `f` calls (`magpie::spawn`, `join`, timers), as on its workers.
+    pub(crate) fn spawn_blocking<F, T>(self: &Arc<Registry>, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        // Weak: a closure still queued must not keep its runtime alive. If the runtime is
+        // gone by the time it runs, the free functions fall back as on any other thread.
+        let registry = Arc::downgrade(self);
+        self.blocking.spawn(move || {
+            let _enter = registry.upgrade().map(|r| super::context::enter(&r));
+            f()
+        })
+    }
+
     /// Spawns `future` as a task of this runtime.
     pub(crate) fn spawn<F>(self: &Arc<Registry>, future: F) -> JoinHandle<F::Output>
     where

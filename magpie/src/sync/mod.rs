@@ -1,11 +1,12 @@
 //! The one place that imports atomics, locks and `UnsafeCell`.
 //!
-//! Under `cfg(loom)` everything here comes from [loom] so that the data structures and
-//! protocols built on it can be model-checked; under `cfg(shuttle)` from [shuttle], so that
-//! the whole runtime runs under shuttle's randomized schedulers (`tests/shuttle.rs`);
-//! otherwise from `std`. No other module imports `std::sync::atomic` or
-//! `std::cell::UnsafeCell` directly (STYLE.md rule 9), nor spawns threads, parks, spins or
-//! declares thread-locals other than through [`thread`].
+//! Under `cfg(loom)` everything here comes from [loom], so that the data structures, the
+//! protocols and the whole runtime (`runtime/loom_runtime.rs`) can be model-checked; under
+//! `cfg(shuttle)` from [shuttle], so that the whole runtime runs under shuttle's randomized
+//! schedulers (`tests/shuttle.rs`); otherwise from `std`. No other module imports
+//! `std::sync::atomic` or `std::cell::UnsafeCell` directly (STYLE.md rule 9), nor spawns
+//! threads, parks, spins or declares thread-locals other than through [`thread`], nor reads
+//! the clock other than through [`time`] (virtual under loom).
 //!
 //! It also holds the two halves of the *asymmetric barrier* (see [`barrier`]), which lets the
 //! hot paths (a worker pushing and popping its own jobs) run without a hardware fence.
@@ -23,6 +24,10 @@ pub(crate) mod time;
 
 pub(crate) use cell::UnsafeCell;
 
+// `Arc` here is loom's under loom (its leak and drop checks serve the data-structure
+// models). The runtime's own shared blocks (the registry, the blocking pool, `block_on`'s
+// waker) use `std::sync::Arc` in every build: they have `self: &Arc<Self>` methods and
+// become `Waker`s, which loom's `Arc` cannot do.
 #[cfg(loom)]
 pub(crate) use loom::sync::{
     atomic::{AtomicBool, AtomicIsize, AtomicPtr, AtomicU64, AtomicUsize},
