@@ -164,6 +164,24 @@ fn a_sleep_moved_between_tasks_still_fires() {
 }
 
 #[test]
+fn a_sleep_outlives_the_runtime_it_was_first_polled_on() {
+    let _guard = watchdog("a_sleep_outlives_the_runtime_it_was_first_polled_on");
+    // Filed with one runtime's timers, which then shut down and will fire nothing: the next
+    // poll files it with the runtime polling it now.
+    let first = runtime(1);
+    let second = runtime(1);
+    let start = Instant::now();
+    let mut s = Box::pin(sleep(Duration::from_millis(100)));
+    // Pending unless this machine took 100 ms to get here (then the test checks less).
+    first.block_on(async {
+        let _ = futures::poll!(s.as_mut());
+    });
+    drop(first);
+    second.block_on(s);
+    assert!(start.elapsed() >= Duration::from_millis(100));
+}
+
+#[test]
 fn ten_thousand_concurrent_sleeps_all_complete_no_earlier_than_their_deadline() {
     let _guard =
         watchdog("ten_thousand_concurrent_sleeps_all_complete_no_earlier_than_their_deadline");

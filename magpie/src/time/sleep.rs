@@ -64,7 +64,10 @@ pub(crate) fn far_future() -> Instant {
 
 /// The future returned by [`sleep`] and [`sleep_until`].
 ///
-/// Dropping it cancels the timer (its entry leaves the wheel at once).
+/// The first poll files the timer with the current runtime (see [`crate::spawn`]); later
+/// polls keep it there, unless that runtime has shut down, in which case the timer moves to
+/// the runtime polling it then. Dropping it cancels the timer (its entry leaves the wheel
+/// at once).
 #[must_use = "futures do nothing unless awaited"]
 pub struct Sleep {
     deadline: Instant,
@@ -135,11 +138,15 @@ impl Future for Sleep {
             coop.made_progress();
             return Poll::Ready(());
         }
-        let registry = match this.entry.take() {
-            Some(entry) => Ok((entry.registry, Some(entry.key))),
-            None => Err(()),
+        let (registry, old) = match this.entry.take() {
+            // A runtime that shut down fires nothing: file the timer with the current one.
+            Some(entry) if entry.registry.is_terminating() => {
+                entry.registry.timers.deregister(entry.key);
+                (context::current_registry(), None)
+            }
+            Some(entry) => (entry.registry, Some(entry.key)),
+            None => (context::current_registry(), None),
         };
-        let (registry, old) = registry.unwrap_or_else(|()| (context::current_registry(), None));
         let deadline_ms = registry.timers.deadline_ms(this.deadline);
         let (key, rearm) = registry
             .timers
