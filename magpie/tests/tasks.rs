@@ -1129,7 +1129,10 @@ fn a_blocking_closure_spawns_onto_its_own_runtime() {
     }))
     .unwrap();
     assert_eq!(workers, 3, "the blocking closure saw another runtime");
-    assert!(on_worker.is_some(), "the spawned task did not run on a worker");
+    assert!(
+        on_worker.is_some(),
+        "the spawned task did not run on a worker"
+    );
     assert_eq!(
         rt.stats().tasks_spawned_remote,
         before + 1,
