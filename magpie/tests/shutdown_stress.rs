@@ -79,11 +79,16 @@ fn drop_with_tasks_pending_in_every_queue() {
         let (polled, all_polled, hold) = (polled.clone(), all_polled_tx.clone(), hold.clone());
         handles.push(rt.spawn(async move {
             let _guard = (guard, hold);
+            let mut sleep = std::pin::pin!(magpie::time::sleep(Duration::from_secs(3600)));
+            if i % 2 == 0 {
+                // Filed before it counts as polled, so the count below sees every timer.
+                assert!(futures::poll!(sleep.as_mut()).is_pending());
+            }
             if polled.fetch_add(1, SeqCst) + 1 == 2 * per_kind {
                 all_polled.send(()).unwrap();
             }
             if i % 2 == 0 {
-                magpie::time::sleep(Duration::from_secs(3600)).await;
+                sleep.await;
             } else {
                 std::future::pending::<()>().await;
             }
