@@ -59,7 +59,8 @@ const YIELD_ROUNDS: u32 = 32;
 const SPIN_ROUNDS: u32 = 2;
 #[cfg(shuttle)]
 const YIELD_ROUNDS: u32 = 2;
-// Under loom every round is dozens of explored atomic operations: one round, then park.
+// Under loom every round is dozens of explored atomic operations: a searcher looks once,
+// then parks (the rounds only repeat that look).
 #[cfg(loom)]
 const SPIN_ROUNDS: u32 = 0;
 #[cfg(loom)]
@@ -103,7 +104,7 @@ const EWMA_ALPHA: f64 = 0.1;
 /// in its recheck before parking wakes itself, searches again without reaching this round,
 /// and so on for as long as the owner's poll lasts. The loom model
 /// `loom_runtime_last_searcher_vs_notification` found exactly that when loom's build cut the
-/// rounds to two; the `min` keeps the two constants tied.
+/// rounds; the `min` keeps the two constants tied.
 const LIFO_STEAL_ROUND: u32 = min_u32(4, SPIN_ROUNDS + YIELD_ROUNDS);
 
 const fn min_u32(a: u32, b: u32) -> u32 {
