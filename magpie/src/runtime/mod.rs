@@ -356,6 +356,11 @@ impl Runtime {
     /// another thread is that thread's to wait for. A task that never completes (a future
     /// nobody wakes) keeps `wait_idle` waiting.
     ///
+    /// Every output is stored (or dropped, if its handle is gone) by the time this returns,
+    /// but a task leaves the live count one step before it marks itself complete, so
+    /// [`JoinHandle::is_finished`] may still read `false` for that moment; awaiting or
+    /// joining the handle returns as soon as the worker has taken that step.
+    ///
     /// # Panics
     ///
     /// If called on one of this runtime's workers, which would wait for itself.

@@ -56,7 +56,8 @@ where
 /// Splits `producer` (of `len` items) and `consumer` in step across the current runtime's
 /// workers, folds each piece sequentially, and reduces the results in order.
 ///
-/// See the [module docs](self) of `bridge` and the [plumbing docs](super) for how.
+/// See the docs of this module (`iter/plumbing/bridge.rs`) and the [plumbing docs](super)
+/// for how.
 pub fn bridge_producer_consumer<P, C>(len: usize, producer: P, consumer: C) -> C::Result
 where
     P: Producer,
