@@ -104,16 +104,12 @@ const EWMA_ALPHA: f64 = 0.1;
 /// in its recheck before parking wakes itself, searches again without reaching this round,
 /// and so on for as long as the owner's poll lasts. The loom model
 /// `loom_runtime_last_searcher_vs_notification` found exactly that when loom's build cut the
-/// rounds; the `min` keeps the two constants tied.
-const LIFO_STEAL_ROUND: u32 = min_u32(4, SPIN_ROUNDS + YIELD_ROUNDS);
-
-const fn min_u32(a: u32, b: u32) -> u32 {
-    if a < b {
-        a
-    } else {
-        b
-    }
-}
+/// rounds; taking the smaller keeps the two constants tied.
+const LIFO_STEAL_ROUND: u32 = if SPIN_ROUNDS + YIELD_ROUNDS < 4 {
+    SPIN_ROUNDS + YIELD_ROUNDS
+} else {
+    4
+};
 
 thread_local! {
     /// The worker running on this thread, or null.
