@@ -10,14 +10,22 @@
 //! cancelled); running ones are waited for (up to `shutdown_timeout`), since a thread cannot
 //! be interrupted.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
+use std::ptr;
 use std::time::{Duration, Instant};
 
+use crate::sync::thread::thread_local;
 use crate::sync::{lock, thread, wait_until, Condvar, Mutex};
 use crate::task::notified::{new_task, Notified, Schedule};
 use crate::task::JoinHandle;
 use std::sync::Arc;
+
+thread_local! {
+    /// The pool whose thread this is (its `Inner`), or null. Only compared, never followed.
+    static POOL: Cell<*const ()> = const { Cell::new(ptr::null()) };
+}
 
 /// Default cap on blocking threads.
 pub(crate) const DEFAULT_MAX_THREADS: usize = 512;
@@ -104,6 +112,14 @@ impl BlockingPool {
     }
 
     /// Threads alive now.
+    /// Whether the calling thread is one of this pool's (then shutdown must not wait for
+    /// it: see `Runtime::shutdown`).
+    pub(crate) fn is_current_thread(&self) -> bool {
+        // `with` cannot fail: a `Cell` of a pointer has no destructor, so the thread-local is
+        // never torn down.
+        POOL.with(|pool| ptr::eq(pool.get(), Arc::as_ptr(&self.inner).cast()))
+    }
+
     pub(crate) fn threads(&self) -> usize {
         lock(&self.inner.state).threads
     }
@@ -188,6 +204,7 @@ impl Inner {
 
     /// A blocking thread's loop.
     fn run(&self) {
+        POOL.with(|pool| pool.set(ptr::from_ref(self).cast()));
         let mut state = lock(&self.state);
         loop {
             if let Some(task) = state.queue.pop_front() {

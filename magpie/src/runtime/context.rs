@@ -1,6 +1,11 @@
 //! Which runtime the free functions (`magpie::spawn`, `magpie::time::sleep`, ...) use from
 //! the calling thread: the worker's own runtime on a worker thread, the runtime whose
 //! `block_on` is running on this thread, or else the global default runtime.
+//!
+//! Every access to the thread-local goes through `try_with`: user code may call
+//! `magpie::spawn` (or `submit`, `join`, a timer's first poll) from another thread-local's
+//! destructor, after this one is gone, and a panic there aborts the process. Such a thread
+//! has no entered runtime any more, so it gets the global one, as documented.
 
 use std::cell::RefCell;
 
@@ -20,7 +25,11 @@ pub(crate) fn current_registry() -> Arc<Registry> {
     if let Some(worker) = unsafe { WorkerThread::current().as_ref() } {
         return worker.registry_arc().clone();
     }
-    if let Some(registry) = ENTERED.with(|entered| entered.borrow().last().cloned()) {
+    let entered = ENTERED
+        .try_with(|entered| entered.borrow().last().cloned())
+        .ok()
+        .flatten();
+    if let Some(registry) = entered {
         return registry;
     }
     super::global::registry().clone()
@@ -28,19 +37,29 @@ pub(crate) fn current_registry() -> Arc<Registry> {
 
 /// Makes `registry` the current runtime of this thread until the guard drops.
 pub(crate) fn enter(registry: &Arc<Registry>) -> EnterGuard {
-    ENTERED.with(|entered| entered.borrow_mut().push(registry.clone()));
-    EnterGuard { _private: () }
+    // Torn down already (a thread-local destructor): nothing to enter, and nothing to pop.
+    let entered = ENTERED
+        .try_with(|entered| entered.borrow_mut().push(registry.clone()))
+        .is_ok();
+    EnterGuard { entered }
 }
 
 /// Restores the previous current runtime when dropped.
 #[derive(Debug)]
 pub(crate) struct EnterGuard {
-    _private: (),
+    /// Whether `enter` pushed a registry (false during thread-local teardown).
+    entered: bool,
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
-        let left = ENTERED.with(|entered| entered.borrow_mut().pop());
+        if !self.entered {
+            return;
+        }
+        let left = ENTERED
+            .try_with(|entered| entered.borrow_mut().pop())
+            .ok()
+            .flatten();
         // The registry's last handle may be this one; drop it outside the borrow.
         drop(left);
     }

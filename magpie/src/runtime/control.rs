@@ -26,6 +26,9 @@ impl Runtime {
     pub fn stats(&self) -> Stats {
         let registry = &*self.registry;
         let uptime_ns = registry.uptime_ns();
+        // Pairs with the fence in `WorkerCounters::end_park`: a worker found still parked
+        // below read its unpark time after our clock reading, so idle time never goes back.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         let active = registry.active_workers();
         Stats {
             workers: registry

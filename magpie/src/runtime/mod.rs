@@ -496,7 +496,15 @@ impl Runtime {
         }
         let workers_done = self.exits.wait(deadline);
         // 3. Blocking closures that have not started are cancelled; running ones finish.
-        let blocking_done = registry.blocking.shutdown(deadline);
+        // Dropped inside one of its own blocking closures, the runtime cannot wait for that
+        // closure, which is this very call: the blocking threads are left to finish (and
+        // exit) on their own, as the workers are when it is dropped on a worker.
+        let blocking_deadline = if registry.blocking.is_current_thread() {
+            Some(crate::sync::time::now())
+        } else {
+            deadline
+        };
+        let blocking_done = registry.blocking.shutdown(blocking_deadline);
         if workers_done {
             for handle in threads {
                 // Workers catch every user panic; an `Err` here means magpie itself aborted.

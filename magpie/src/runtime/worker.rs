@@ -390,7 +390,15 @@ impl WorkerThread {
             (inject.pop()?, 1)
         } else {
             // One lock for the whole batch; the oldest comes back out of the ring first.
-            let pulled = inject.pop_batch(batch, &mut IntoRing(self));
+            let mut into = IntoRing {
+                worker: self,
+                spill: Vec::new(),
+            };
+            let pulled = inject.pop_batch(batch, &mut into);
+            if !into.spill.is_empty() {
+                debug_assert!(false, "a batch from the inject queue overflowed the ring");
+                self.to_inject().push_batch(into.spill.into_iter());
+            }
             if pulled == 0 {
                 return None;
             }
@@ -442,8 +450,9 @@ impl WorkerThread {
     }
 
     /// Adds the worker-local per-poll counts to the shared counters (see
-    /// `TaskState::polled`).
-    fn flush_counters(&self) {
+    /// `TaskState::polled`). Also called when a task completes (`Registry::release`), so
+    /// that no snapshot shows more tasks executed than polled.
+    pub(crate) fn flush_counters(&self) {
         let state = &self.tasks;
         let counters = &self.counters;
         for (local, shared) in [
@@ -522,12 +531,18 @@ impl WorkerThread {
         self.registry.inject.pop()
     }
 
-    /// One pass over every other active worker: those of this worker's steal group first,
-    /// then the others, each part from a random place. From each victim: its deque's oldest
-    /// job, then (with `tasks`) half of its ring, its mailbox, and (with `lifo`) its LIFO
-    /// slot.
+    /// One pass over every other worker: those of this worker's steal group first, then the
+    /// others, each part from a random place. From each victim: its deque's oldest job, then
+    /// (with `tasks`) half of its ring, its mailbox, and (with `lifo`) its LIFO slot.
+    ///
+    /// Workers switched off by `set_active_workers` are victims too. One may still be running
+    /// the closure it had when it was switched off, with jobs and tasks queued behind it that
+    /// it hands on only when that closure returns; a scope waiting for one of those jobs
+    /// would wait as long (forever, if the closure waits for the scope). Stealing from it
+    /// costs a few empty-queue loads per switched-off worker per search, and keeps what
+    /// `Registry::has_visible_jobs`/`has_visible_tasks` count (every queue) equal to what a
+    /// searcher may take, which the sleep protocol's recheck relies on (R5).
     fn steal(&self, lifo: bool, tasks: bool) -> Option<Work> {
-        let active = self.registry.active_workers();
         for (victims, near) in [(&*self.victims_near, true), (&*self.victims_far, false)] {
             if victims.is_empty() {
                 continue;
@@ -537,10 +552,6 @@ impl WorkerThread {
             self.rng.set(rng);
             for offset in 0..victims.len() {
                 let victim = victims[(start + offset) % victims.len()];
-                if victim >= active {
-                    // Parked by `set_active_workers`, its queues handed on.
-                    continue;
-                }
                 if let Some((work, count)) = self.steal_from(victim, lifo, tasks) {
                     let counters = &self.counters;
                     bump(if near {
@@ -665,27 +676,39 @@ impl WorkerThread {
         sleep.set_join_waiting(self.index, false);
     }
 
-    /// Parked by `set_active_workers`: hands every task queued here to the inject queue and
+    /// Switched off by `set_active_workers`: hands every job and task queued here on, and
     /// parks until this worker is active again (returns false) or the runtime terminates
-    /// (returns true). The deque is empty: this runs only in the main loop, between jobs, and
-    /// every job a job pushes is taken back or waited for before that job returns.
+    /// (returns true).
+    ///
+    /// The deque may hold jobs: a scope's spawns land on the deque of the worker that ran
+    /// the spawning job, which returned without waiting for them. They go to the job inject
+    /// queue, tasks to the task inject queue. (Until then thieves may take them: `steal`
+    /// visits switched-off workers too.)
+    ///
+    /// Time switched off counts as idle time in the statistics (`WorkerStats::idle_time_ns`),
+    /// not as a park: `parks` counts only the sleeps of an active worker without work.
     #[cold]
     fn retire(&self) -> bool {
-        debug_assert!(self.deque.is_empty());
         let registry = &*self.registry;
-        loop {
-            let mut handed: Vec<_> = self.slots().lifo.take().into_iter().collect();
-            handed.extend(std::iter::from_fn(|| self.ring.pop()));
-            handed.extend(std::iter::from_fn(|| self.slots().mailbox.pop()));
-            if !handed.is_empty() {
-                registry.inject_tasks(handed);
-                registry.sleep.notify_task();
+        self.flush_counters();
+        self.counters.begin_park(registry.uptime_ns());
+        let terminated = loop {
+            self.hand_on_queues();
+            // We may have driven the timers last (we released the role when we woke); an
+            // active worker that parked meanwhile parked without a timeout. Make sure one
+            // takes the role: one that parks from now on finds it free (`IdleLoop::park`
+            // tries after setting its idle bit); one parked already is woken.
+            // SeqCst: pairs with `register_parked`'s heavy barrier, as the other Dekker
+            // pairs of the sleep protocol do (the role was released with a SeqCst store).
+            crate::sync::atomic::fence(crate::sync::atomic::SeqCst);
+            if registry.timers.needs_driver() {
+                registry.sleep.wake_free_cold();
             }
             if registry.is_terminating() {
-                return true;
+                break true;
             }
             if self.index < registry.active_workers() {
-                return false;
+                break false;
             }
             // Woken by `set_active_workers`, by a `submit_to` that raced our retirement (its
             // task is in our mailbox: the loop hands it on), or by termination. Not in the
@@ -693,6 +716,24 @@ impl WorkerThread {
             registry
                 .sleep
                 .park_retired(self.index, registry.park_safety_net);
+        };
+        self.counters.end_park(|| registry.uptime_ns());
+        terminated
+    }
+
+    /// Hands every job and task queued on this worker to the inject queues (see `retire`).
+    fn hand_on_queues(&self) {
+        let registry = &*self.registry;
+        while let Some(job) = self.pop() {
+            // Wakes a worker for it.
+            registry.inject(job);
+        }
+        let mut handed: Vec<_> = self.slots().lifo.take().into_iter().collect();
+        handed.extend(std::iter::from_fn(|| self.ring.pop()));
+        handed.extend(std::iter::from_fn(|| self.slots().mailbox.pop()));
+        if !handed.is_empty() {
+            registry.inject_tasks(handed);
+            registry.sleep.notify_task();
         }
     }
 
@@ -729,15 +770,32 @@ impl WorkerThread {
 }
 
 /// Lets `Inject::pop_batch` move tasks straight into the ring.
-struct IntoRing<'w>(&'w WorkerThread);
+///
+/// `pop_batch` calls `extend` with the inject queue's lock held, so nothing here may push to
+/// the inject queue: a ring overflow would, and would deadlock on that lock. The batch is
+/// sized by `remaining_slots`, which counts slots a thief is still copying out as taken, and
+/// only this worker pushes, so the ring cannot overflow. Should that reasoning ever break,
+/// what does not fit waits in `spill` and goes to the inject queue after the lock is
+/// released (`Vec::new` does not allocate, so the normal case costs nothing).
+struct IntoRing<'w> {
+    worker: &'w WorkerThread,
+    spill: Vec<NonNull<Header>>,
+}
+
+/// Keeps overflowing tasks for later (see [`IntoRing`]).
+struct Spill<'a>(std::cell::RefCell<&'a mut Vec<NonNull<Header>>>);
+
+impl Overflow<Header> for Spill<'_> {
+    fn push_batch(&self, items: impl Iterator<Item = NonNull<Header>>) {
+        self.0.borrow_mut().extend(items);
+    }
+}
 
 impl Extend<NonNull<Header>> for IntoRing<'_> {
     fn extend<I: IntoIterator<Item = NonNull<Header>>>(&mut self, items: I) {
-        let worker = self.0;
+        let spill = Spill(std::cell::RefCell::new(&mut self.spill));
         for ptr in items {
-            // The batch was sized to fit, so this does not overflow (if a thief is copying
-            // out, it may: the item then goes back to the inject queue, which is fine).
-            worker.ring.push_back(ptr, &worker.to_inject());
+            self.worker.ring.push_back(ptr, &spill);
         }
     }
 }
@@ -808,9 +866,13 @@ impl<'w> IdleLoop<'w> {
         let worker = self.worker;
         let registry = &*worker.registry;
         let counters = &worker.counters;
-        let driving = !self.join_wait && registry.timers.try_drive(worker.index);
         let _ = registry.sleep.register_parked(worker.index, self.searching);
         self.searching = false;
+        // After `register_parked`, not before: a worker giving the driver role up without
+        // parking (one switched off, see `retire`) wakes a parked worker to take it over, and
+        // either it finds our bit in the idle state or we find the role free here (both
+        // sides are SeqCst read-modify-writes or behind SeqCst fences).
+        let driving = !self.join_wait && registry.timers.try_drive(worker.index);
         // R5: recheck every queue after the heavy barrier in `register_parked`. If work is
         // visible, make sure someone who can run it is woken (possibly us: our bit is set).
         // Tasks wake only workers outside `join` (R6). With `--cfg magpie_loom_broken` the
@@ -838,14 +900,11 @@ impl<'w> IdleLoop<'w> {
             bump(&counters.noops);
         }
         // Parks are rare next to tasks and jobs: two clock reads each are affordable.
-        let parked_at = registry.uptime_ns();
-        set(&counters.parked_since, parked_at + 1);
+        counters.begin_park(registry.uptime_ns());
         worker.trace_event(Kind::Park, 0);
         let wake = registry.sleep.park(worker.index, timeout);
-        let unparked_at = registry.uptime_ns();
+        counters.end_park(|| registry.uptime_ns());
         worker.trace_event(Kind::Unpark, 0);
-        set(&counters.parked_since, 0);
-        add(&counters.parked_ns, unparked_at.saturating_sub(parked_at));
         bump(&counters.unparks);
         self.woken = true;
         self.worked = false;

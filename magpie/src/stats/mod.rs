@@ -75,11 +75,17 @@ pub(crate) struct WorkerCounters {
     /// Gauges, overwritten by the worker.
     pub(crate) interval: AtomicU64,
     pub(crate) mean_task_ns: AtomicU64,
-    /// Nanoseconds spent parked, over completed parks.
-    pub(crate) parked_ns: AtomicU64,
+    /// Nanoseconds spent parked, over completed parks. Written with `parked_since` under
+    /// `park_seq` (see [`WorkerCounters::end_park`]).
+    parked_ns: AtomicU64,
     /// While parked: when the park began, in nanoseconds since the runtime started, plus 1;
     /// 0 while awake.
-    pub(crate) parked_since: AtomicU64,
+    parked_since: AtomicU64,
+    /// A sequence lock over `parked_ns` and `parked_since`: odd while the worker rewrites
+    /// them. A snapshot that read them between the two writes of an unpark would lose the
+    /// whole park (seen: idle time 5,197,747 ns, then 0), and busy time, which is uptime less
+    /// idle time, would jump forward and then back.
+    park_seq: AtomicU64,
 }
 
 /// Adds one to a counter that only the calling worker writes.
@@ -104,6 +110,70 @@ pub(crate) fn set(gauge: &AtomicU64, value: u64) {
     gauge.store(value, Relaxed);
 }
 
+impl WorkerCounters {
+    /// The worker parks (or is switched off) now, at `now_ns` since the runtime started.
+    pub(crate) fn begin_park(&self, now_ns: u64) {
+        self.write_park(|| set(&self.parked_since, now_ns + 1));
+    }
+
+    /// The park begun by [`begin_park`](Self::begin_park) ends: its length moves from
+    /// `parked_since` into `parked_ns` in one step as readers see it. `clock` reads the time
+    /// since the runtime started; returns that reading.
+    ///
+    /// The clock is read *after* the sequence turns odd, and a snapshot reads its clock
+    /// *before* it checks the sequence (`stats()`, behind a SeqCst fence that pairs with the
+    /// one here). So a snapshot that finds this worker still parked read its clock before
+    /// this one: the time it credits to the running park is never more than the park turns
+    /// out to be, and idle time never goes backwards. (This leans on the monotonic clock
+    /// agreeing across threads with the order of the two fences, as `CLOCK_MONOTONIC` does.)
+    pub(crate) fn end_park(&self, clock: impl FnOnce() -> u64) -> u64 {
+        let mut now = 0;
+        self.write_park(|| {
+            // Pairs with the fence in `Runtime::stats` (see above).
+            std::sync::atomic::fence(SeqCst);
+            now = clock();
+            let since = self.parked_since.load(Relaxed);
+            if since != 0 {
+                add(&self.parked_ns, now.saturating_sub(since - 1));
+            }
+            set(&self.parked_since, 0);
+        });
+        now
+    }
+
+    /// Runs the worker's update `write` of the park fields inside the sequence lock.
+    fn write_park(&self, write: impl FnOnce()) {
+        // Single writer: the worker. Relaxed load of its own count.
+        let seq = self.park_seq.load(Relaxed);
+        self.park_seq.store(seq.wrapping_add(1), Relaxed);
+        // Release: the odd count is ordered before the field writes for a reader that sees
+        // any of them (pairs with the Acquire fence in `read_park`).
+        std::sync::atomic::fence(Release);
+        write();
+        // Release: pairs with the Acquire load that opens `read_park`: a reader that sees
+        // this even count sees the field writes.
+        self.park_seq.store(seq.wrapping_add(2), Release);
+    }
+
+    /// `(parked_ns, parked_since)` as of one moment between the worker's updates.
+    fn read_park(&self) -> (u64, u64) {
+        loop {
+            // Acquire: pairs with the Release store that closes `write_park`.
+            let before = self.park_seq.load(Acquire);
+            let parked_ns = self.parked_ns.load(Relaxed);
+            let parked_since = self.parked_since.load(Relaxed);
+            // Acquire: pairs with the Release fence in `write_park`: if either field load saw
+            // a write of an update in progress, the load below sees its odd count (or later).
+            std::sync::atomic::fence(Acquire);
+            let after = self.park_seq.load(Relaxed);
+            if before == after && before % 2 == 0 {
+                return (parked_ns, parked_since);
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// What a worker's snapshot needs besides its counters.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct WorkerContext {
@@ -125,12 +195,12 @@ impl WorkerCounters {
             steal_group,
             active,
         } = cx;
-        let parked_since = self.parked_since.load(Relaxed);
+        let (parked_ns, parked_since) = self.read_park();
         let parked_now = match parked_since {
             0 => 0,
             since => uptime_ns.saturating_sub(since - 1),
         };
-        let idle_time_ns = (self.parked_ns.load(Relaxed) + parked_now).min(uptime_ns);
+        let idle_time_ns = (parked_ns + parked_now).min(uptime_ns);
         WorkerStats {
             jobs_executed: self.jobs_executed.load(Relaxed),
             jobs_stolen: self.jobs_stolen.load(Relaxed),

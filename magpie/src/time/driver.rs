@@ -198,6 +198,12 @@ impl Driver {
         count
     }
 
+    /// Whether timers are filed and nobody drives the wheel (see `worker.rs`, `retire`).
+    pub(crate) fn needs_driver(&self) -> bool {
+        // SeqCst: as in `register` (module docs), with the caller's fence.
+        self.next_ms.load(SeqCst) != NONE && self.driver.load(SeqCst) == NO_DRIVER
+    }
+
     /// Timers filed and not yet fired or removed.
     pub(crate) fn pending(&self) -> usize {
         self.pending.load(Relaxed)
