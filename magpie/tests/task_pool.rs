@@ -201,12 +201,17 @@ fn parked_time_counts_as_idle_time() {
         }
         std::thread::yield_now();
     }
-    // Busy and idle time add up to the same lifetime for every worker in one snapshot.
+    // Busy and idle time add up to each worker's lifetime, read while the snapshot was
+    // taken: after the snapshot's own uptime, before the next snapshot's.
     let stats = rt.stats();
-    let lifetimes: Vec<u64> = stats
-        .workers
-        .iter()
-        .map(|w| w.busy_time_ns + w.idle_time_ns)
-        .collect();
-    assert!(lifetimes.windows(2).all(|p| p[0] == p[1]), "{lifetimes:?}");
+    let next = rt.stats();
+    for w in &stats.workers {
+        let lifetime = w.busy_time_ns + w.idle_time_ns;
+        assert!(
+            (stats.uptime_ns..=next.uptime_ns).contains(&lifetime),
+            "{lifetime} outside {}..={}",
+            stats.uptime_ns,
+            next.uptime_ns
+        );
+    }
 }

@@ -26,9 +26,7 @@ impl Runtime {
     pub fn stats(&self) -> Stats {
         let registry = &*self.registry;
         let uptime_ns = registry.uptime_ns();
-        // Pairs with the fence in `WorkerCounters::end_park`: a worker found still parked
-        // below read its unpark time after our clock reading, so idle time never goes back.
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let clock = || registry.uptime_ns();
         let active = registry.active_workers();
         Stats {
             workers: registry
@@ -40,7 +38,7 @@ impl Runtime {
                     counters.snapshot(WorkerContext {
                         local_queue_depth: slots.ring.len(),
                         mailbox_depth: slots.mailbox.len(),
-                        uptime_ns,
+                        clock: &clock,
                         steal_group: registry.groups.of(index),
                         active: index < active,
                     })

@@ -691,8 +691,12 @@ impl WorkerThread {
     fn retire(&self) -> bool {
         let registry = &*self.registry;
         self.flush_counters();
-        self.counters.begin_park(registry.uptime_ns());
+        self.counters.begin_park(|| registry.uptime_ns());
         let terminated = loop {
+            if self.index < registry.active_workers() {
+                // Active again: whatever is queued here is ours to run.
+                break false;
+            }
             self.hand_on_queues();
             // We may have driven the timers last (we released the role when we woke); an
             // active worker that parked meanwhile parked without a timeout. Make sure one
@@ -706,9 +710,6 @@ impl WorkerThread {
             }
             if registry.is_terminating() {
                 break true;
-            }
-            if self.index < registry.active_workers() {
-                break false;
             }
             // Woken by `set_active_workers`, by a `submit_to` that raced our retirement (its
             // task is in our mailbox: the loop hands it on), or by termination. Not in the
@@ -900,7 +901,7 @@ impl<'w> IdleLoop<'w> {
             bump(&counters.noops);
         }
         // Parks are rare next to tasks and jobs: two clock reads each are affordable.
-        counters.begin_park(registry.uptime_ns());
+        counters.begin_park(|| registry.uptime_ns());
         worker.trace_event(Kind::Park, 0);
         let wake = registry.sleep.park(worker.index, timeout);
         counters.end_park(|| registry.uptime_ns());

@@ -111,9 +111,17 @@ pub(crate) fn set(gauge: &AtomicU64, value: u64) {
 }
 
 impl WorkerCounters {
-    /// The worker parks (or is switched off) now, at `now_ns` since the runtime started.
-    pub(crate) fn begin_park(&self, now_ns: u64) {
-        self.write_park(|| set(&self.parked_since, now_ns + 1));
+    /// The worker parks (or is switched off) now. `clock` reads the time since the runtime
+    /// started; it is read inside the sequence lock, as in [`end_park`](Self::end_park), so
+    /// that a snapshot that still finds the worker awake read its clock before this one:
+    /// otherwise it would credit the worker with busy time that the next snapshot, finding
+    /// the park, takes back.
+    pub(crate) fn begin_park(&self, clock: impl FnOnce() -> u64) {
+        self.write_park(|| {
+            // Pairs with the fence in `read_park` (see `end_park`).
+            std::sync::atomic::fence(SeqCst);
+            set(&self.parked_since, clock() + 1);
+        });
     }
 
     /// The park begun by [`begin_park`](Self::begin_park) ends: its length moves from
@@ -121,15 +129,15 @@ impl WorkerCounters {
     /// since the runtime started; returns that reading.
     ///
     /// The clock is read *after* the sequence turns odd, and a snapshot reads its clock
-    /// *before* it checks the sequence (`stats()`, behind a SeqCst fence that pairs with the
-    /// one here). So a snapshot that finds this worker still parked read its clock before
+    /// *before* it checks the sequence (`read_park`, behind a SeqCst fence that pairs with
+    /// the one here). So a snapshot that finds this worker still parked read its clock before
     /// this one: the time it credits to the running park is never more than the park turns
     /// out to be, and idle time never goes backwards. (This leans on the monotonic clock
     /// agreeing across threads with the order of the two fences, as `CLOCK_MONOTONIC` does.)
     pub(crate) fn end_park(&self, clock: impl FnOnce() -> u64) -> u64 {
         let mut now = 0;
         self.write_park(|| {
-            // Pairs with the fence in `Runtime::stats` (see above).
+            // Pairs with the fence in `read_park` (see above).
             std::sync::atomic::fence(SeqCst);
             now = clock();
             let since = self.parked_since.load(Relaxed);
@@ -147,7 +155,7 @@ impl WorkerCounters {
         let seq = self.park_seq.load(Relaxed);
         self.park_seq.store(seq.wrapping_add(1), Relaxed);
         // Release: the odd count is ordered before the field writes for a reader that sees
-        // any of them (pairs with the Acquire fence in `read_park`).
+        // any of them (pairs with the fence in `read_park`).
         std::sync::atomic::fence(Release);
         write();
         // Release: pairs with the Acquire load that opens `read_park`: a reader that sees
@@ -155,19 +163,28 @@ impl WorkerCounters {
         self.park_seq.store(seq.wrapping_add(2), Release);
     }
 
-    /// `(parked_ns, parked_since)` as of one moment between the worker's updates.
-    fn read_park(&self) -> (u64, u64) {
+    /// `(parked_ns, parked_since, now)` as of one moment between the worker's updates, with
+    /// `now` read from `clock` after the fields and before the sequence is checked.
+    ///
+    /// Reading the clock after the fields means an unpark (or park) seen was timed before
+    /// `now`, so busy time (`now` less idle time) never goes backwards; reading it before the
+    /// check means a park seen still running ends after `now` (see `end_park`), so idle time
+    /// never goes backwards either.
+    fn read_park(&self, clock: &dyn Fn() -> u64) -> (u64, u64, u64) {
         loop {
             // Acquire: pairs with the Release store that closes `write_park`.
             let before = self.park_seq.load(Acquire);
             let parked_ns = self.parked_ns.load(Relaxed);
             let parked_since = self.parked_since.load(Relaxed);
-            // Acquire: pairs with the Release fence in `write_park`: if either field load saw
-            // a write of an update in progress, the load below sees its odd count (or later).
-            std::sync::atomic::fence(Acquire);
+            let now = clock();
+            // SeqCst: pairs with the SeqCst fences in `begin_park` and `end_park` (see
+            // there), and as an Acquire fence with the Release fence in `write_park`: if
+            // either field load saw a write of an update in progress, the load below sees
+            // its odd count (or later).
+            std::sync::atomic::fence(SeqCst);
             let after = self.park_seq.load(Relaxed);
             if before == after && before % 2 == 0 {
-                return (parked_ns, parked_since);
+                return (parked_ns, parked_since, now);
             }
             std::hint::spin_loop();
         }
@@ -175,27 +192,27 @@ impl WorkerCounters {
 }
 
 /// What a worker's snapshot needs besides its counters.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct WorkerContext {
+#[derive(Clone, Copy)]
+pub(crate) struct WorkerContext<'a> {
     pub(crate) local_queue_depth: usize,
     pub(crate) mailbox_depth: usize,
-    /// Nanoseconds since the runtime started.
-    pub(crate) uptime_ns: u64,
+    /// Reads the nanoseconds since the runtime started (once per worker: see `read_park`).
+    pub(crate) clock: &'a dyn Fn() -> u64,
     pub(crate) steal_group: usize,
     pub(crate) active: bool,
 }
 
 impl WorkerCounters {
     /// A snapshot of this worker.
-    pub(crate) fn snapshot(&self, cx: WorkerContext) -> WorkerStats {
+    pub(crate) fn snapshot(&self, cx: WorkerContext<'_>) -> WorkerStats {
         let WorkerContext {
             local_queue_depth,
             mailbox_depth,
-            uptime_ns,
+            clock,
             steal_group,
             active,
         } = cx;
-        let (parked_ns, parked_since) = self.read_park();
+        let (parked_ns, parked_since, uptime_ns) = self.read_park(clock);
         let parked_now = match parked_since {
             0 => 0,
             since => uptime_ns.saturating_sub(since - 1),
