@@ -355,6 +355,39 @@ fn active_workers() {
     drop(rt);
 }
 
+/// Shrinking the pool while a scope's jobs spawn more jobs (issue 17, item 6): a job that a
+/// scope job spawns lands on the deque of the worker running it, and that worker may be
+/// switched off right then, by the job itself. The scope must still complete: the retiring
+/// worker hands its deque on (and thieves may take from it meanwhile). Before the fix it
+/// was stranded, which shuttle reports as a deadlock.
+fn shrink_during_nested_scope() {
+    let rt = Arc::new(runtime(3, 3));
+    let ran = AtomicUsize::new(0);
+    let control = rt.clone();
+    rt.install(|| {
+        magpie::scope(|s| {
+            for shrink_to in [1, 2] {
+                let ran = &ran;
+                let control = &control;
+                s.spawn(move |s| {
+                    s.spawn(move |_| {
+                        let (a, b) = magpie::join(|| fib(3), || fib(2));
+                        ran.fetch_add((a + b) as usize, SeqCst);
+                    });
+                    control.set_active_workers(shrink_to).unwrap();
+                    ran.fetch_add(1, SeqCst);
+                });
+            }
+        });
+    });
+    // Two spawning jobs (1 each) and two nested joins (fib(3) + fib(2) = 3 each).
+    assert_eq!(ran.load(SeqCst), 8);
+    rt.set_active_workers(3).unwrap();
+    assert_eq!(rt.install(|| magpie::join(|| 1, || 2)), (1, 2));
+    drop(control);
+    drop(Arc::into_inner(rt));
+}
+
 /// Closures queued on one worker's mailbox while that worker is busy waiting for one of
 /// them: another worker must steal it (or the first would wait forever), so this checks that
 /// queued work wakes a worker that can run it.
@@ -517,4 +550,9 @@ fn shuttle_scope_on_four_workers() {
 #[test]
 fn shuttle_handles_across_kinds() {
     check(handles_across_kinds, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_shrink_during_nested_scope() {
+    check(shrink_during_nested_scope, 5_000, 5_000);
 }
