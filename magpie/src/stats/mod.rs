@@ -186,7 +186,8 @@ impl WorkerCounters {
             if before == after && before % 2 == 0 {
                 return (parked_ns, parked_since, now);
             }
-            std::hint::spin_loop();
+            // The facade's hint: under shuttle and loom it lets the writer run.
+            crate::sync::thread::spin_loop();
         }
     }
 }
