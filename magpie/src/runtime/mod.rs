@@ -5,7 +5,7 @@ mod blocking;
 mod builder;
 pub(crate) mod context;
 mod control;
-mod global;
+pub(crate) mod global;
 mod idle_wait;
 pub(crate) mod registry;
 mod topology;
@@ -485,6 +485,12 @@ impl Runtime {
         }
         // 2. The workers run what is queued (cancelled tasks: no-ops), then exit.
         registry.terminate();
+        // The timers close: every waker still filed is woken (outside this runtime's
+        // context: they belong to whoever polled the timers), and nothing is filed from now
+        // on. A timer awaited outside the pool (another thread's `block_on`, a blocking
+        // closure that step 3 waits for) then files itself with a runtime that still runs
+        // (time/sleep.rs). Before any wait: nobody would fire it during one.
+        registry.timers.close();
         // SAFETY: a non-null current worker is live during this call.
         let on_own_worker = unsafe { WorkerThread::current().as_ref() }
             .is_some_and(|w| std::ptr::eq(w.registry(), registry));
@@ -496,16 +502,12 @@ impl Runtime {
         }
         let workers_done = self.exits.wait(deadline);
         // 3. Blocking closures that have not started are cancelled; running ones finish.
-        let blocking_done = registry.blocking.shutdown(deadline);
+        let _ = registry.blocking.shutdown(deadline);
         if workers_done {
             for handle in threads {
                 // Workers catch every user panic; an `Err` here means magpie itself aborted.
                 let _ = handle.join();
             }
-        }
-        if workers_done && blocking_done {
-            // Tasks are gone, so are their timers; drop any waker left behind.
-            registry.timers.clear();
         }
     }
 }
