@@ -262,15 +262,14 @@ impl Driver {
         let mut all = Vec::new();
         {
             let mut synced = lock(&self.synced);
+            synced.wheel.drain(&mut all);
             if cfg!(magpie_loom_broken) {
                 // A negative control for `loom_driver`: taking the timers and closing in two
                 // lock holds lets a registration slip in between, filed and never woken.
-                synced.wheel.drain(&mut all);
                 drop(synced);
                 synced = lock(&self.synced);
             }
             synced.closed = true;
-            synced.wheel.drain(&mut all);
             // Relaxed: nothing lowers it any more; a worker that still reads the old value
             // only fires an empty wheel or parks with a timeout it did not need.
             self.next_ms.store(NONE, Relaxed);
