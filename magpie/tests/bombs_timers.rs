@@ -405,12 +405,13 @@ fn timers_awaited_on_other_threads_survive_their_runtime() {
         let mut threads = Vec::new();
         for kind in KINDS {
             for waiter in WAITERS {
-                // Filed on a worker, then handed to the waiter.
-                let t = rt
+                // Filed on a worker, then handed (in a tuple: handed, not awaited) to the
+                // waiter.
+                let (t,) = rt
                     .block_on(rt.spawn(async move {
                         let mut t = timer(kind, Duration::from_millis(200));
                         let _ = futures::poll!(&mut t);
-                        t
+                        (t,)
                     }))
                     .unwrap();
                 let filed = filed_tx.clone();
