@@ -33,11 +33,14 @@ use worker::{WorkerSeed, WorkerThread};
 /// plus a pool of blocking threads.
 ///
 /// Dropping a `Runtime` shuts it down: every task still alive is cancelled (its future is
-/// dropped exactly once, its `JoinHandle` resolves to a cancelled [`JoinError`]), the
-/// workers exit and their threads are joined, and so are the blocking threads once their
-/// running closures return. [`Runtime::shutdown_timeout`] bounds the wait.
+/// dropped exactly once, its `JoinHandle` resolves to a cancelled [`JoinError`]), every
+/// timer still filed with it is woken (a [`Sleep`] awaited outside the pool then moves to a
+/// runtime that runs), the workers exit and their threads are joined, and so are the
+/// blocking threads once their running closures return. [`Runtime::shutdown_timeout`]
+/// bounds the wait.
 ///
 /// [`JoinError`]: crate::task::JoinError
+/// [`Sleep`]: crate::time::Sleep
 ///
 /// # Examples
 ///
