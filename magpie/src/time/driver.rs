@@ -30,8 +30,8 @@
 //! leaves the wheel (fired, replaced, cancelled, or taken by `close`) is woken or dropped
 //! after the lock is released, and each of those calls is a boundary where the runtime
 //! regains control ([`contain`]): a panic is caught there and its payload dropped, so it
-//! neither unwinds into a worker (which aborts on a panic of its own) or a `Runtime::drop`,
-//! nor keeps the other wakers of the same batch from running.
+//! unwinds neither into a worker (which aborts on a panic of its own) nor into a
+//! `Runtime::drop`, and the other wakers of the same batch still run.
 //!
 //! *Closing.* A runtime that shuts down fires no more timers, but a timer filed with it may
 //! belong to a future polled elsewhere (a `block_on` on another thread, a blocking closure

@@ -104,6 +104,9 @@ unsafe fn borrow<'a>(data: *const ()) -> &'a BombWaker {
     unsafe { &*data.cast::<BombWaker>() }
 }
 
+/// # Safety
+///
+/// `data` is a live reference made by [`BombWaker::waker`] or `clone`; the call keeps it.
 unsafe fn clone(data: *const ()) -> RawWaker {
     // SAFETY: the vtable is only reached through a live reference.
     let bomb = unsafe { borrow(data) };
@@ -116,6 +119,9 @@ unsafe fn clone(data: *const ()) -> RawWaker {
     RawWaker::new(data, &CLONE)
 }
 
+/// # Safety
+///
+/// `data` is a live reference made by [`BombWaker::waker`] or `clone`; the call hands it over.
 unsafe fn wake(data: *const ()) {
     // SAFETY: waking by value hands this reference over; it is released here, before any
     // panic, so the panic leaks nothing.
@@ -129,6 +135,9 @@ unsafe fn wake(data: *const ()) {
     }
 }
 
+/// # Safety
+///
+/// `data` is a live reference made by [`BombWaker::waker`] or `clone`; the call keeps it.
 unsafe fn wake_by_ref(data: *const ()) {
     // SAFETY: the caller's reference is live for the call.
     let bomb = unsafe { borrow(data) };
@@ -138,12 +147,18 @@ unsafe fn wake_by_ref(data: *const ()) {
     }
 }
 
+/// # Safety
+///
+/// `data` is a live reference made by [`BombWaker::waker`] or `clone`; the call hands it over.
 unsafe fn drop_original(data: *const ()) {
     // SAFETY: dropping hands this reference over.
     let bomb = unsafe { Arc::from_raw(data.cast::<BombWaker>()) };
     bomb.refs.fetch_sub(1, SeqCst);
 }
 
+/// # Safety
+///
+/// `data` is a live reference made by [`BombWaker::waker`] or `clone`; the call hands it over.
 unsafe fn drop_clone(data: *const ()) {
     // SAFETY: dropping hands this reference over; it is released here, before any panic.
     let bomb = unsafe { Arc::from_raw(data.cast::<BombWaker>()) };
