@@ -29,7 +29,8 @@ RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
 
 # Negative controls: with `--cfg magpie_loom_broken` the code under test is deliberately
 # broken (a Relaxed where Acquire is needed in the deque's steal; the trace ring's reader
-# keeping torn events; the timer driver storing its next deadline outside the lock; a task
+# keeping torn events; the timer driver storing its next deadline outside the lock, and
+# closing in two lock holds (draining, then marking closed); a task
 # completer that leaves the live list before settling who drops the output; a worker that
 # parks without rechecking the task queues) and these models are marked should_panic: they
 # pass only if loom finds the bug, which shows the models can fail.
@@ -37,7 +38,8 @@ RUSTFLAGS="--cfg loom --cfg magpie_loom_broken ${RUSTFLAGS:-}" CARGO_TARGET_DIR=
     LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
     cargo test --release -p magpie --lib -- --test-threads=1 \
     loom_pop_then_push_reuses_slot_while_stolen_from loom_trace:: \
-    loom_timer_register_races_fire loom_wait_idle_after_handle_drop_sees_the_output_dropped \
+    loom_timer_register_races_fire loom_timer_close_races_register \
+    loom_wait_idle_after_handle_drop_sees_the_output_dropped \
     loom_handle_reads_or_drops_while_the_task_leaves_the_list \
     --skip loom_timer_register_races_fire_and_cancel
 RUSTFLAGS="--cfg loom --cfg magpie_loom_broken ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom-broken \

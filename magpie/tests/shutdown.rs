@@ -16,11 +16,13 @@ use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use async_support::bomb::{BombWaker, Fuses};
 use async_support::{
-    channel_waker, poll_once, runtime, watchdog, Counter, DropSlot, Forever, Slots,
+    channel_waker, poll_once, runtime, watchdog, watchdog_for, Counter, DropSlot, Forever, Slots,
 };
 use futures::channel::oneshot;
 use magpie::task::{JoinError, JoinHandle};
+use magpie::time::Sleep;
 use magpie::Runtime;
 
 /// Tasks pending at shutdown.
@@ -697,4 +699,106 @@ fn wakes_race_the_shutdown() {
             waker.wake();
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timers at shutdown (issue 17, defects 7c and 8). More in `bombs_timers.rs`.
+// ---------------------------------------------------------------------------------------------
+
+/// Polls `sleep` with the context's waker, and reports the first poll on `filed` (the timer
+/// is filed, with this poll's waker, once that poll returns).
+fn reporting_first_poll(
+    mut sleep: Pin<Box<Sleep>>,
+    filed: mpsc::Sender<()>,
+) -> impl Future<Output = ()> {
+    let mut filed = Some(filed);
+    std::future::poll_fn(move |cx| {
+        let poll = sleep.as_mut().poll(cx);
+        if let Some(filed) = filed.take() {
+            filed.send(()).unwrap();
+        }
+        poll
+    })
+}
+
+/// Regression (issue 17, defect 8): a `Sleep` filed with a runtime, then awaited on another
+/// thread outside it, was stranded when the runtime dropped: the shutdown dropped the wheel's
+/// wakers unwoken. Now the shutdown wakes it, and its next poll files it with the global
+/// runtime, which fires it.
+#[test]
+fn a_sleep_awaited_on_another_thread_completes_after_its_runtime_drops() {
+    let _guard = watchdog_for(
+        "a_sleep_awaited_on_another_thread_completes_after_its_runtime_drops (a timer \
+         stranded by the shutdown)",
+        Duration::from_secs(20),
+    );
+    let rt = runtime(1);
+    // Long enough that `rt` cannot fire it before it drops, short enough for a test.
+    let mut sleep = Box::pin(magpie::time::sleep(Duration::from_millis(300)));
+    rt.block_on(async {
+        assert!(futures::poll!(sleep.as_mut()).is_pending());
+    });
+    let (filed_tx, filed_rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        futures::executor::block_on(reporting_first_poll(sleep, filed_tx));
+    });
+    // Re-filed with `rt`, under the waiter's waker.
+    filed_rx.recv().unwrap();
+    drop(rt);
+    waiter.join().unwrap();
+}
+
+/// The deterministic half of the test above: by the time the drop returns, the shutdown has
+/// woken the waker of every timer still filed with the runtime, and the next poll files the
+/// timer elsewhere.
+#[test]
+fn shutdown_wakes_every_timer_still_filed() {
+    let _guard = watchdog("shutdown_wakes_every_timer_still_filed");
+    let rt = runtime(2);
+    let waker = BombWaker::new(Fuses::CALM);
+    let mut sleeps: Vec<_> = (0..3)
+        .map(|_| Box::pin(magpie::time::sleep(Duration::from_secs(3600))))
+        .collect();
+    rt.block_on(std::future::poll_fn(|_| {
+        for sleep in &mut sleeps {
+            assert!(poll_once(sleep, &waker.waker()).is_pending());
+        }
+        Poll::Ready(())
+    }));
+    assert_eq!(rt.stats().timers_pending, 3);
+    drop(rt);
+    assert_eq!(waker.wakes(), 3, "the shutdown left timers unwoken");
+    assert_eq!(waker.refs(), 0, "the shutdown kept a waker");
+    for sleep in &mut sleeps {
+        assert!(poll_once(sleep, &waker.waker()).is_pending());
+    }
+    drop(sleeps);
+    assert_eq!(
+        waker.refs(),
+        0,
+        "a re-filed timer kept its waker after its drop"
+    );
+}
+
+/// Regression (issue 17, defect 7c): a blocking closure waiting (in `magpie::block_on`) on a
+/// timer filed with its own runtime hung that runtime's drop: the shutdown waits for running
+/// blocking closures, and nobody fired the timer once the workers were gone.
+#[test]
+fn a_blocking_closure_sleeping_on_its_runtime_does_not_hang_the_drop() {
+    let _guard = watchdog_for(
+        "a_blocking_closure_sleeping_on_its_runtime_does_not_hang_the_drop (the drop \
+         waited for a blocking closure whose timer nobody fired)",
+        Duration::from_secs(20),
+    );
+    let rt = runtime(1);
+    let (filed_tx, filed_rx) = mpsc::channel();
+    let handle = rt.spawn_blocking(move || {
+        let sleep = Box::pin(magpie::time::sleep(Duration::from_millis(300)));
+        magpie::block_on(reporting_first_poll(sleep, filed_tx));
+        7
+    });
+    // Filed with `rt` (the current runtime inside its blocking closures).
+    filed_rx.recv().unwrap();
+    drop(rt);
+    assert_eq!(wait(handle).unwrap(), 7);
 }

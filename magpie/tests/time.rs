@@ -10,11 +10,17 @@ use std::pin::pin;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use async_support::{runtime, watchdog, Counter, XorShift};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use async_support::bomb::{BombWaker, Fuses};
+use async_support::{poll_once, runtime, watchdog, watchdog_for, Counter, XorShift};
 use futures::channel::oneshot;
 use futures::future::{self, Either};
 use magpie::task::{JoinError, JoinHandle};
-use magpie::time::{interval, sleep, sleep_until, timeout};
+use magpie::time::{interval, sleep, sleep_until, timeout, Sleep};
 
 /// Concurrent sleeps in the volume test (each 1..=50 ms, so the test takes ~50 ms plus the
 /// cost of the tasks).
@@ -479,5 +485,138 @@ fn timers_pending_counts_filed_timers() {
         rt.stats().timers_pending
     });
     assert_eq!(filed_here, 1, "block_on's sleep was filed elsewhere");
+    assert_eq!(rt.stats().timers_pending, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wakers that misbehave (issue 17). The full matrix is in `bombs_timers.rs`; these are the
+// regression tests of the defects the review found.
+// ---------------------------------------------------------------------------------------------
+
+/// Polls `sleep` once with `waker`, inside `rt`'s `block_on` so that a first poll files the
+/// timer with `rt`. Returns whether it is still pending.
+fn poll_in(rt: &magpie::Runtime, sleep: &mut Pin<Box<Sleep>>, waker: &Waker) -> bool {
+    rt.block_on(future::poll_fn(|_| {
+        Poll::Ready(
+            sleep
+                .as_mut()
+                .poll(&mut Context::from_waker(waker))
+                .is_pending(),
+        )
+    }))
+}
+
+/// Regression (issue 17, defect 4): `fire_due` woke each waker unguarded on a worker, under
+/// the worker's abort guard, so a waker that panics in `wake` took the process down. Now the
+/// panic is caught, and the other timers due in the same firing are woken all the same.
+#[test]
+fn a_waker_that_panics_when_its_timer_fires_strands_no_other_timer() {
+    let _guard = watchdog_for(
+        "a_waker_that_panics_when_its_timer_fires_strands_no_other_timer",
+        Duration::from_secs(20),
+    );
+    let rt = runtime(1);
+    // One deadline for all, so they come due in the same firing.
+    let deadline = Instant::now() + Duration::from_millis(50);
+    let wakers: Vec<_> = (0..6)
+        .map(|i| {
+            BombWaker::new(Fuses {
+                wake: i % 3 == 1,
+                ..Fuses::CALM
+            })
+        })
+        .collect();
+    let mut sleeps: Vec<_> = wakers
+        .iter()
+        .map(|_| Box::pin(sleep_until(deadline)))
+        .collect();
+    let mut pending = Vec::new();
+    for (sleep, bomb) in sleeps.iter_mut().zip(&wakers) {
+        // Pending unless this machine took 50 ms to get here; then nobody will wake it.
+        pending.push(poll_in(&rt, sleep, &bomb.waker()));
+    }
+    for (bomb, pending) in wakers.iter().zip(pending) {
+        if pending {
+            bomb.wait_for_wakes(1);
+        }
+    }
+    // The runtime still fires timers.
+    rt.block_on(sleep(Duration::from_millis(1)));
+    for (i, mut sleep) in sleeps.into_iter().enumerate() {
+        assert!(
+            poll_once(&mut sleep, Waker::noop()).is_ready(),
+            "sleep {i} woken before its deadline"
+        );
+    }
+}
+
+/// Regression (issue 17, defect 4): the driver dropped a replaced waker (`register`) or a
+/// cancelled timer's waker (`deregister`) without a guard, so a waker whose drop panics made
+/// a re-poll, or the drop of a `Sleep`, panic: now the panic is contained.
+#[test]
+fn a_waker_whose_drop_panics_is_dropped_quietly() {
+    let _guard = watchdog_for(
+        "a_waker_whose_drop_panics_is_dropped_quietly",
+        Duration::from_secs(20),
+    );
+    let rt = runtime(1);
+    let dud = BombWaker::new(Fuses {
+        drop: true,
+        ..Fuses::CALM
+    });
+    let mut s = Box::pin(sleep(Duration::from_secs(3600)));
+    assert!(poll_in(&rt, &mut s, &dud.waker()));
+    // Re-polled with another waker: the filed clone of `dud` is dropped.
+    let calm = BombWaker::new(Fuses::CALM);
+    let repoll = std::panic::catch_unwind(AssertUnwindSafe(|| poll_in(&rt, &mut s, &calm.waker())));
+    assert!(
+        matches!(repoll, Ok(true)),
+        "re-polling a sleep panicked (or completed): {repoll:?}"
+    );
+    assert_eq!(dud.refs(), 0, "the replaced waker was not dropped");
+    // Filed with `dud` again, then cancelled: the filed clone is dropped.
+    assert!(poll_in(&rt, &mut s, &dud.waker()));
+    let cancel = std::panic::catch_unwind(AssertUnwindSafe(|| drop(s)));
+    assert!(cancel.is_ok(), "dropping a sleep panicked");
+    assert_eq!(dud.refs(), 0, "the cancelled timer's waker was not dropped");
+    assert_eq!(calm.refs(), 0);
+    assert_eq!(rt.stats().timers_pending, 0);
+    rt.block_on(sleep(Duration::from_millis(1)));
+}
+
+/// Owns a pending `Sleep`: dropping the last reference to this waker drops the sleep.
+struct OwnsASleep(#[allow(dead_code)] Pin<Box<Sleep>>);
+
+impl std::task::Wake for OwnsASleep {
+    fn wake(self: std::sync::Arc<Self>) {}
+}
+
+/// Regression (issue 17, defect 9): `register` dropped the replaced waker while holding the
+/// wheel's lock. A waker that owns another pending `Sleep` of the same runtime dropped that
+/// sleep there, whose `deregister` took the same lock on the same thread: a deadlock.
+#[test]
+fn replacing_a_waker_that_owns_a_sleep_does_not_deadlock() {
+    let _guard = watchdog_for(
+        "replacing_a_waker_that_owns_a_sleep_does_not_deadlock (a waker dropped under the \
+         wheel lock deadlocked on it)",
+        Duration::from_secs(20),
+    );
+    let rt = runtime(1);
+    let mut owned = Box::pin(sleep(Duration::from_secs(3600)));
+    assert!(poll_in(&rt, &mut owned, Waker::noop()));
+    let owner = Waker::from(std::sync::Arc::new(OwnsASleep(owned)));
+    let mut s = Box::pin(sleep(Duration::from_secs(3600)));
+    assert!(poll_in(&rt, &mut s, &owner));
+    // The wheel now holds the last reference to `owner`.
+    drop(owner);
+    assert_eq!(rt.stats().timers_pending, 2);
+    // Re-polled with another waker: the wheel drops `owner`, which drops `owned`.
+    assert!(poll_in(&rt, &mut s, Waker::noop()));
+    assert_eq!(
+        rt.stats().timers_pending,
+        1,
+        "the owned sleep is still filed"
+    );
+    drop(s);
     assert_eq!(rt.stats().timers_pending, 0);
 }

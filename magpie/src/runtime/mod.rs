@@ -5,7 +5,7 @@ mod blocking;
 mod builder;
 pub(crate) mod context;
 mod control;
-mod global;
+pub(crate) mod global;
 mod idle_wait;
 pub(crate) mod registry;
 mod topology;
@@ -33,11 +33,14 @@ use worker::{WorkerSeed, WorkerThread};
 /// plus a pool of blocking threads.
 ///
 /// Dropping a `Runtime` shuts it down: every task still alive is cancelled (its future is
-/// dropped exactly once, its `JoinHandle` resolves to a cancelled [`JoinError`]), the
-/// workers exit and their threads are joined, and so are the blocking threads once their
-/// running closures return. [`Runtime::shutdown_timeout`] bounds the wait.
+/// dropped exactly once, its `JoinHandle` resolves to a cancelled [`JoinError`]), every
+/// timer still filed with it is woken (a [`Sleep`] awaited outside the pool then moves to a
+/// runtime that runs), the workers exit and their threads are joined, and so are the
+/// blocking threads once their running closures return. [`Runtime::shutdown_timeout`]
+/// bounds the wait.
 ///
 /// [`JoinError`]: crate::task::JoinError
+/// [`Sleep`]: crate::time::Sleep
 ///
 /// # Examples
 ///
@@ -485,6 +488,12 @@ impl Runtime {
         }
         // 2. The workers run what is queued (cancelled tasks: no-ops), then exit.
         registry.terminate();
+        // The timers close: every waker still filed is woken (outside this runtime's
+        // context: they belong to whoever polled the timers), and nothing is filed from now
+        // on. A timer awaited outside the pool (another thread's `block_on`, a blocking
+        // closure that step 3 waits for) then files itself with a runtime that still runs
+        // (time/sleep.rs). Before any wait: nobody would fire it during one.
+        registry.timers.close();
         // SAFETY: a non-null current worker is live during this call.
         let on_own_worker = unsafe { WorkerThread::current().as_ref() }
             .is_some_and(|w| std::ptr::eq(w.registry(), registry));
@@ -504,16 +513,12 @@ impl Runtime {
         } else {
             deadline
         };
-        let blocking_done = registry.blocking.shutdown(blocking_deadline);
+        let _ = registry.blocking.shutdown(blocking_deadline);
         if workers_done {
             for handle in threads {
                 // Workers catch every user panic; an `Err` here means magpie itself aborted.
                 let _ = handle.join();
             }
-        }
-        if workers_done && blocking_done {
-            // Tasks are gone, so are their timers; drop any waker left behind.
-            registry.timers.clear();
         }
     }
 }

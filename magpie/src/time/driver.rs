@@ -23,6 +23,24 @@
 //!
 //! Times are whole milliseconds since `start`. A deadline is rounded *up* and the clock
 //! *down*, so a timer fires only when `Instant::now() >= deadline`: never early.
+//!
+//! *User code.* The wheel holds wakers, and a waker is user code: its `wake` and its `drop`
+//! may panic, block, or drop another `Sleep` of this runtime, whose `deregister` takes the
+//! wheel's lock. So no user code runs under the lock (the lock's doc): every waker that
+//! leaves the wheel (fired, replaced, cancelled, or taken by `close`) is woken or dropped
+//! after the lock is released, and each of those calls is a boundary where the runtime
+//! regains control ([`contain`]): a panic is caught there and its payload dropped, so it
+//! unwinds neither into a worker (which aborts on a panic of its own) nor into a
+//! `Runtime::drop`, and the other wakers of the same batch still run.
+//!
+//! *Closing.* A runtime that shuts down fires no more timers, but a timer filed with it may
+//! belong to a future polled elsewhere (a `block_on` on another thread, a blocking closure
+//! the shutdown waits for). [`Driver::close`] marks the driver closed and takes every filed
+//! waker under one lock hold, then wakes them all; [`Driver::register`] refuses, under the
+//! same lock, to file anything on a closed driver and gives the waker back. So a
+//! registration racing the close is either filed before it (and woken by it) or refused
+//! (and its `Sleep` files it with a runtime that still runs), never stranded
+//! (`loom_driver.rs` checks this).
 
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -30,6 +48,8 @@ use std::time::{Duration, Instant};
 use super::wheel::{TimerKey, Wheel};
 use crate::sync::atomic::*;
 use crate::sync::{lock, AtomicU64, AtomicUsize, Mutex};
+use crate::task::raw::drop_payload;
+use crate::util::unwind::halt_unwinding;
 
 /// `driver` when nobody drives the wheel.
 const NO_DRIVER: usize = usize::MAX;
@@ -47,11 +67,32 @@ pub(crate) enum Rearm {
     Anyone,
 }
 
+/// What [`Driver::register`] did with a timer.
+#[must_use]
+#[derive(Debug)]
+pub(crate) enum Registration {
+    /// Filed under `key`; the caller must honour `rearm` (`Registry::rearm_timers`).
+    Filed { key: TimerKey, rearm: Rearm },
+    /// Refused: the driver is closed (its runtime is shutting down). Nothing was filed, the
+    /// previous filing is gone already (`close` took it), and here is the waker back.
+    Closed(Waker),
+}
+
+/// The part of the driver only its lock reaches.
+#[derive(Debug)]
+struct Synced {
+    wheel: Wheel<Waker>,
+    /// Set once, by `close`; nothing is filed afterwards.
+    closed: bool,
+}
+
 /// One runtime's timers.
 #[derive(Debug)]
 pub(crate) struct Driver {
     start: Instant,
-    wheel: Mutex<Wheel<Waker>>,
+    /// The wheel. No user code runs under this lock: wakers are moved in and out of it
+    /// here, and woken or dropped only after it is released (module docs, "User code").
+    synced: Mutex<Synced>,
     /// The earliest time the wheel may have something to fire, or `NONE`. Lowered by
     /// registrations, recomputed by `fire_due`.
     next_ms: AtomicU64,
@@ -65,7 +106,10 @@ impl Driver {
     pub(crate) fn new() -> Driver {
         Driver {
             start: crate::sync::time::now(),
-            wheel: Mutex::new(Wheel::new()),
+            synced: Mutex::new(Synced {
+                wheel: Wheel::new(),
+                closed: false,
+            }),
             next_ms: AtomicU64::new(NONE),
             driver: AtomicUsize::new(NO_DRIVER),
             pending: AtomicUsize::new(0),
@@ -92,48 +136,57 @@ impl Driver {
     }
 
     /// Files (or re-files) a timer for `deadline_ms` that wakes `waker`. `old` is the key of
-    /// this timer's previous filing, if any; it is removed first. Returns the new key and
-    /// whom the caller must wake.
+    /// this timer's previous filing, if any; it is removed first (and its waker dropped,
+    /// contained, after the lock). Returns the new key and whom the caller must wake, or
+    /// the waker back if the driver is closed (module docs, "Closing").
     pub(crate) fn register(
         &self,
         old: Option<TimerKey>,
         deadline_ms: u64,
         waker: Waker,
-    ) -> (TimerKey, Rearm) {
-        let key = {
-            let mut wheel = lock(&self.wheel);
-            if let Some(old) = old {
-                if wheel.remove(old).is_some() {
-                    self.pending.fetch_sub(1, Relaxed);
-                }
+    ) -> Registration {
+        let (key, replaced) = {
+            let mut synced = lock(&self.synced);
+            if synced.closed {
+                // `close` took every filing, `old`'s included: there is nothing to remove.
+                return Registration::Closed(waker);
+            }
+            let replaced = old.and_then(|old| synced.wheel.remove(old));
+            if replaced.is_some() {
+                self.pending.fetch_sub(1, Relaxed);
             }
             self.pending.fetch_add(1, Relaxed);
-            wheel.insert(deadline_ms, waker)
+            (synced.wheel.insert(deadline_ms, waker), replaced)
         };
         // SeqCst: the lowering and the load of `driver` below take part in the total order
         // with `try_drive` (module docs).
         let prev = self.next_ms.fetch_min(deadline_ms, SeqCst);
-        if deadline_ms >= prev {
-            return (key, Rearm::Nobody);
-        }
-        // Pairs with the fence in `park_timeout` (module docs: "the fences").
-        fence(SeqCst);
-        // SeqCst: see above.
-        let rearm = match self.driver.load(SeqCst) {
-            NO_DRIVER => Rearm::Anyone,
-            worker => Rearm::Driver(worker),
+        let rearm = if deadline_ms >= prev {
+            Rearm::Nobody
+        } else {
+            // Pairs with the fence in `park_timeout` (module docs: "the fences").
+            fence(SeqCst);
+            // SeqCst: see above.
+            match self.driver.load(SeqCst) {
+                NO_DRIVER => Rearm::Anyone,
+                worker => Rearm::Driver(worker),
+            }
         };
-        (key, rearm)
+        // After the lock: its drop may drop another `Sleep` of this runtime (module docs).
+        if let Some(replaced) = replaced {
+            contain(|| drop(replaced));
+        }
+        Registration::Filed { key, rearm }
     }
 
     /// Removes a timer that has not fired (dropping a `Sleep`). A stale key does nothing.
     pub(crate) fn deregister(&self, key: TimerKey) {
-        let removed = lock(&self.wheel).remove(key);
-        if removed.is_some() {
+        let removed = lock(&self.synced).wheel.remove(key);
+        if let Some(waker) = removed {
             self.pending.fetch_sub(1, Relaxed);
+            // After the lock (the statement above released it), contained.
+            contain(|| drop(waker));
         }
-        // The waker is dropped outside the lock: its drop may free a task.
-        drop(removed);
     }
 
     /// Tries to make `worker` the driver. The caller must then park no longer than
@@ -175,13 +228,13 @@ impl Driver {
     pub(crate) fn fire_due(&self) -> usize {
         let mut fired = Vec::new();
         {
-            let mut wheel = lock(&self.wheel);
-            wheel.poll(self.now_ms(), &mut fired);
-            let next = wheel.next_expiration().unwrap_or(NONE);
+            let mut synced = lock(&self.synced);
+            synced.wheel.poll(self.now_ms(), &mut fired);
+            let next = synced.wheel.next_expiration().unwrap_or(NONE);
             if cfg!(magpie_loom_broken) {
                 // A negative control for `loom_driver`: storing after unlocking lets a stale
                 // `next` overwrite a registration's lowering, stranding its timer.
-                drop(wheel);
+                drop(synced);
             }
             // SeqCst: see the module docs. Under the lock, so registrations (which lower it
             // after inserting, under the same lock first) cannot be overwritten by a stale
@@ -191,10 +244,8 @@ impl Driver {
         }
         self.pending.fetch_sub(fired.len(), Relaxed);
         let count = fired.len();
-        // Wake outside the lock: waking schedules tasks, which may file timers.
-        for (_, waker) in fired {
-            waker.wake();
-        }
+        // Outside the lock: waking schedules tasks, which may file timers.
+        wake_all(fired);
         count
     }
 
@@ -209,16 +260,46 @@ impl Driver {
         self.pending.load(Relaxed)
     }
 
-    /// Drops every filed timer (shutdown: their tasks are cancelled already).
-    pub(crate) fn clear(&self) {
+    /// Closes the driver (shutdown: its runtime fires nothing more): from now on
+    /// [`Driver::register`] files nothing, and every timer filed so far is woken, so that
+    /// its future files it elsewhere (module docs, "Closing"). Returns how many were woken.
+    /// Idempotent.
+    pub(crate) fn close(&self) -> usize {
         let mut all = Vec::new();
         {
-            let mut wheel = lock(&self.wheel);
-            wheel.poll(u64::MAX - 1, &mut all);
-            self.next_ms.store(NONE, SeqCst);
+            let mut synced = lock(&self.synced);
+            synced.wheel.drain(&mut all);
+            if cfg!(magpie_loom_broken) {
+                // A negative control for `loom_driver`: taking the timers and closing in two
+                // lock holds lets a registration slip in between, filed and never woken.
+                drop(synced);
+                synced = lock(&self.synced);
+            }
+            synced.closed = true;
+            // Relaxed: nothing lowers it any more; a worker that still reads the old value
+            // only fires an empty wheel or parks with a timeout it did not need.
+            self.next_ms.store(NONE, Relaxed);
         }
         self.pending.fetch_sub(all.len(), Relaxed);
-        drop(all);
+        let count = all.len();
+        wake_all(all);
+        count
+    }
+}
+
+/// Runs `f`, a call into a waker (user code), where the runtime regains control: a panic is
+/// caught and its payload dropped, itself contained (`drop_payload`).
+fn contain(f: impl FnOnce()) {
+    if let Err(payload) = halt_unwinding(f) {
+        drop_payload(payload);
+    }
+}
+
+/// Wakes every waker of a batch taken from the wheel, each contained: one that panics does
+/// not keep the others asleep.
+fn wake_all(batch: Vec<(TimerKey, Waker)>) {
+    for (_, waker) in batch {
+        contain(|| waker.wake());
     }
 }
 

@@ -60,6 +60,9 @@ pub fn interval_at(start: Instant, period: Duration) -> Interval {
 }
 
 /// The timer returned by [`interval`].
+///
+/// Each tick waits on a [`Sleep`](crate::time::Sleep), and is filed, moved at a runtime's
+/// shutdown, and woken as a `Sleep` is.
 pub struct Interval {
     period: Duration,
     next: Instant,

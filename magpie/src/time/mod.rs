@@ -4,7 +4,10 @@
 //! slots, 1 ms resolution, O(1) insert and cancel). There is no timer thread: the worker that
 //! parks while nobody drives the wheel parks with a timeout to the next deadline and fires
 //! what is due when it wakes, and busy workers fire due timers between tasks (`driver`).
-//! Timers never fire early, and dropping a timer future removes its entry at once.
+//! Timers never fire early, and dropping a timer future removes its entry at once. A
+//! runtime that shuts down wakes every timer still filed with it, and a timer polled again
+//! moves to a runtime that still runs ([`Sleep`]). Wakers are user code: none runs under the
+//! wheel's lock, and a waker that panics when woken or dropped is contained (`driver`).
 //!
 //! # Examples
 //!

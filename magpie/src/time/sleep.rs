@@ -3,12 +3,13 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use super::driver::Registration;
 use super::wheel::TimerKey;
-use crate::runtime::context;
 use crate::runtime::registry::Registry;
+use crate::runtime::{context, global};
 use crate::task::coop;
 use std::sync::Arc;
 
@@ -19,7 +20,8 @@ use std::sync::Arc;
 /// `Duration::MAX` simply never fires.
 ///
 /// The timer belongs to the runtime the future is first polled on (the worker's, or the one
-/// whose `block_on` polls it); polled anywhere else, to the global runtime.
+/// whose `block_on` polls it); polled anywhere else, to the global runtime. It moves only
+/// when that runtime shuts down (see [`Sleep`]).
 ///
 /// # Examples
 ///
@@ -65,9 +67,35 @@ pub(crate) fn far_future() -> Instant {
 /// The future returned by [`sleep`] and [`sleep_until`].
 ///
 /// The first poll files the timer with the current runtime (see [`crate::spawn`]); later
-/// polls keep it there, unless that runtime has shut down, in which case the timer moves to
-/// the runtime polling it then. Dropping it cancels the timer (its entry leaves the wheel
-/// at once).
+/// polls keep it there, whichever thread or executor polls it. When that runtime shuts down
+/// (its `Runtime` is dropped), the shutdown wakes every timer still filed with it, and the
+/// next poll moves the timer to the runtime polling it then, or, if that is the runtime
+/// shutting down (inside one of its blocking closures, or its `block_on`), to the global
+/// runtime: a `Sleep` awaited anywhere completes at its deadline, whatever became of the
+/// runtime it was filed with. Dropping it cancels the timer (its entry leaves the wheel at
+/// once).
+///
+/// The waker of the last poll is the one woken. Whatever that waker does when woken or
+/// dropped, a panic included, stays with it: the runtime catches the panic, and fires the
+/// other timers all the same.
+///
+/// # Examples
+///
+/// A `Sleep` filed with a runtime, then awaited on a thread of its own, completes though the
+/// runtime is dropped meanwhile:
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+/// let mut nap = Box::pin(magpie::time::sleep(Duration::from_millis(20)));
+/// rt.block_on(async {
+///     let _ = futures::poll!(nap.as_mut()); // filed with `rt`
+/// });
+/// let waiter = std::thread::spawn(move || futures::executor::block_on(nap));
+/// drop(rt);
+/// waiter.join().unwrap();
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Sleep {
     deadline: Instant,
@@ -124,6 +152,27 @@ impl Sleep {
             entry.registry.timers.deregister(entry.key);
         }
     }
+
+    /// Files the timer with `registry` (re-filing `old`, its previous key there, if any),
+    /// or with the global runtime if `registry` closed its timers meanwhile: the
+    /// `is_terminating` checks in `poll` are a hint, the driver's lock decides (`driver.rs`,
+    /// "Closing").
+    fn file(&mut self, registry: Arc<Registry>, old: Option<TimerKey>, waker: Waker) {
+        let deadline_ms = registry.timers.deadline_ms(self.deadline);
+        let (registry, key, rearm) = match registry.timers.register(old, deadline_ms, waker) {
+            Registration::Filed { key, rearm } => (registry, key, rearm),
+            Registration::Closed(waker) => {
+                let global = global::registry().clone();
+                let deadline_ms = global.timers.deadline_ms(self.deadline);
+                match global.timers.register(None, deadline_ms, waker) {
+                    Registration::Filed { key, rearm } => (global, key, rearm),
+                    Registration::Closed(_) => unreachable!("the global runtime never shuts down"),
+                }
+            }
+        };
+        registry.rearm_timers(rearm);
+        self.entry = Some(Entry { registry, key });
+    }
 }
 
 impl Future for Sleep {
@@ -138,22 +187,32 @@ impl Future for Sleep {
             coop.made_progress();
             return Poll::Ready(());
         }
+        // Cloned before the entry is touched: a clone that panics leaves the timer as it was.
+        let waker = cx.waker().clone();
         let (registry, old) = match this.entry.take() {
-            // A runtime that shut down fires nothing: file the timer with the current one.
+            // A runtime that is shutting down fires nothing more: move the timer. (`close`
+            // took it already, unless this poll runs between `terminate` and `close`.)
             Some(entry) if entry.registry.is_terminating() => {
                 entry.registry.timers.deregister(entry.key);
-                (context::current_registry(), None)
+                (live_registry(), None)
             }
             Some(entry) => (entry.registry, Some(entry.key)),
-            None => (context::current_registry(), None),
+            None => (live_registry(), None),
         };
-        let deadline_ms = registry.timers.deadline_ms(this.deadline);
-        let (key, rearm) = registry
-            .timers
-            .register(old, deadline_ms, cx.waker().clone());
-        registry.rearm_timers(rearm);
-        this.entry = Some(Entry { registry, key });
+        this.file(registry, old, waker);
         Poll::Pending
+    }
+}
+
+/// The runtime a timer is filed with when it has none that runs: the current one (the
+/// worker's, the blocking closure's, the `block_on`'s, else the global one), unless that is
+/// shutting down, then the global one, which never does (it lives in a `static`).
+fn live_registry() -> Arc<Registry> {
+    let current = context::current_registry();
+    if current.is_terminating() {
+        global::registry().clone()
+    } else {
+        current
     }
 }
 

@@ -151,6 +151,36 @@ fn already_expired_fires_at_next_poll() {
 }
 
 #[test]
+fn drain_takes_every_timer_and_keeps_the_clock() {
+    let mut wheel = Wheel::<u64>::new();
+    wheel.poll(1000, &mut Vec::new());
+    // One timer per level, one beyond the range, one already expired, one removed.
+    let mut keys: Vec<TimerKey> = (0..6)
+        .map(|level| wheel.insert(1000 + pow64(level) + 7, u64::from(level)))
+        .collect();
+    keys.push(wheel.insert(u64::MAX, 6));
+    keys.push(wheel.insert(10, 7));
+    let removed = wheel.insert(5000, 8);
+    assert_eq!(wheel.remove(removed), Some(8));
+    let mut out = Vec::new();
+    wheel.drain(&mut out);
+    let mut drained: Vec<_> = out.iter().map(|&(_, v)| v).collect();
+    drained.sort_unstable();
+    assert_eq!(drained, (0..8).collect::<Vec<_>>());
+    assert!(wheel.is_empty());
+    assert_eq!(wheel.elapsed(), 1000, "drain moved the clock");
+    assert_eq!(wheel.next_expiration(), None);
+    wheel.check_invariants();
+    // Their keys are stale now, and the slab is reused.
+    for key in keys {
+        assert_eq!(wheel.remove(key), None);
+    }
+    let key = wheel.insert(1001, 9);
+    assert_eq!(poll(&mut wheel, 1001), vec![9]);
+    assert_eq!(wheel.remove(key), None);
+}
+
+#[test]
 fn remove_before_and_after_fire() {
     let mut wheel = Wheel::new();
     let a = wheel.insert(100, 1);

@@ -51,6 +51,9 @@ pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
 }
 
 /// The future returned by [`timeout`] and [`timeout_at`].
+///
+/// Its deadline is a [`Sleep`](crate::time::Sleep), filed, moved at a runtime's shutdown,
+/// and woken as a `Sleep` is.
 #[must_use = "futures do nothing unless awaited"]
 pub struct Timeout<F> {
     future: F,

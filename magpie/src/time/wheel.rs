@@ -260,6 +260,21 @@ impl<T> Wheel<T> {
         self.elapsed = now_ms;
     }
 
+    /// Removes every timer, due or not, and appends them to `out` in no particular order;
+    /// the clock stays where it is. O(lists + timers). For closing a wheel for good (the
+    /// driver's shutdown), where `poll(u64::MAX)` would move the clock to the end of time.
+    pub(crate) fn drain(&mut self, out: &mut Vec<(TimerKey, T)>) {
+        for list in 0..LISTS as u16 {
+            let mut index = self.take_list(list);
+            while index != NIL {
+                let next = self.entries[index as usize].next;
+                self.fire(index, out);
+                index = next;
+            }
+        }
+        debug_assert_eq!(self.len, 0, "a live timer on no list (invariant 1)");
+    }
+
     /// Puts the live entry `index` on the list its deadline calls for, given the clock.
     fn file(&mut self, index: u32) {
         let deadline = self.entries[index as usize].deadline;

@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use magpie::Runtime;
 
+pub(crate) mod bomb;
+
 /// How long a test may run before [`Watchdog`] aborts the process. Not a timing assertion:
 /// every test is expected to finish in well under a second or two, and the deadline only
 /// turns a hang (a lost wakeup, a handle that never resolves) into a failure with a message.
@@ -47,14 +49,20 @@ pub(crate) struct Watchdog {
 }
 
 pub(crate) fn watchdog(what: &'static str) -> Watchdog {
+    watchdog_for(what, HANG_DEADLINE)
+}
+
+/// As [`watchdog`], with a deadline of its own (a test that would hang on a regression, and
+/// should say so sooner than the default).
+pub(crate) fn watchdog_for(what: &'static str, deadline: Duration) -> Watchdog {
     let (disarm, armed) = mpsc::channel::<()>();
     std::thread::Builder::new()
         .name(format!("watchdog: {what}"))
         .spawn(move || {
             // Nothing is ever sent: the sender's drop disconnects the channel.
-            if let Err(mpsc::RecvTimeoutError::Timeout) = armed.recv_timeout(HANG_DEADLINE) {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = armed.recv_timeout(deadline) {
                 eprintln!(
-                    "watchdog: `{what}` still running after {HANG_DEADLINE:?}; \
+                    "watchdog: `{what}` still running after {deadline:?}; \
                      a lost wakeup or a handle that never resolves. Aborting."
                 );
                 std::process::abort();
