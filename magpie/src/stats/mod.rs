@@ -289,8 +289,11 @@ pub struct WorkerStats {
     /// Task polls begun on this worker (a task that waits and is woken is polled several
     /// times). Like [`local_schedules`](Self::local_schedules) and
     /// [`lifo_hits`](Self::lifo_hits), counted on the worker's stack and published at least
-    /// every 255 polls, whenever the worker's local queues run dry, and before it parks: an
-    /// idle worker's count is exact, a busy one's may be a few hundred polls behind.
+    /// every 255 polls, whenever the worker's local queues run dry, before it parks, and
+    /// before a task completes: an idle worker's count is exact, a busy one's may be a few
+    /// hundred polls behind, and it is never below
+    /// [`tasks_executed`](Self::tasks_executed) (so not after
+    /// [`Runtime::wait_idle`](crate::Runtime::wait_idle) either).
     pub tasks_polled: u64,
     /// Tasks (async tasks and submitted closures) that finished on this worker: completed,
     /// panicked, or dropped after being aborted.
@@ -349,9 +352,15 @@ pub struct WorkerStats {
     /// `submit_balanced`).
     pub mailbox_depth: u64,
     /// Nanoseconds since the runtime started that this worker was not parked: running work
-    /// or looking for it.
+    /// or looking for it. Never decreases from one snapshot to the next.
     pub busy_time_ns: u64,
-    /// Nanoseconds since the runtime started that this worker spent parked.
+    /// Nanoseconds since the runtime started that this worker spent parked, or switched off
+    /// by [`Runtime::set_active_workers`](crate::Runtime::set_active_workers) (a switched-off
+    /// worker is idle: it runs nothing; its time switched off is not counted in
+    /// [`parks`](Self::parks)). Never decreases from one snapshot to the next.
+    ///
+    /// `busy_time_ns + idle_time_ns` is the worker's lifetime as of the moment the snapshot
+    /// read it: between the snapshot's [`Stats::uptime_ns`] and the next snapshot's.
     pub idle_time_ns: u64,
 }
 
