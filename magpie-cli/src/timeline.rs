@@ -142,9 +142,11 @@ impl Timeline {
             start = start.min(e.ts);
             end = end.max(e.ts + e.dur.max(0.0));
         }
-        // A steal may name a victim that has no event of its own.
+        // Either side of a steal may be a thread with no event of its own: both get a lane,
+        // so that every arrow has two ends.
         for s in &steals {
             lanes.entry(s.victim).or_default();
+            lanes.entry(s.thief).or_default();
         }
         if !start.is_finite() {
             (start, end) = (0.0, 0.0);
@@ -490,6 +492,20 @@ mod tests {
         assert!(svg.contains("class=\"steal\""));
         assert!(svg.contains("class=\"inject\""));
         assert!(svg.contains("parked"));
+    }
+
+    #[test]
+    fn a_steal_by_a_thread_with_no_other_event_gets_a_lane() {
+        // Issue 18 item 6: the thief (tid 7) had no lane, and drawing its arrow panicked.
+        let json = r#"{"traceEvents":[
+ {"name":"poll","cat":"task","ph":"X","tid":0,"ts":1.0,"dur":3.0},
+ {"name":"steal","cat":"steal","ph":"i","tid":7,"ts":2.0,"args":{"victim":0,"count":1}}
+]}"#;
+        let t = Timeline::parse(json).unwrap();
+        assert_eq!(t.workers(), 2);
+        let svg = t.render(200, "thief without a lane");
+        assert!(svg.contains("worker 7"));
+        assert!(svg.contains("class=\"steal\""));
     }
 
     #[test]

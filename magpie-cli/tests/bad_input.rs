@@ -1,0 +1,55 @@
+//! The `magpie` command given bad input (issue 18, items 6–10): a hostile or broken trace
+//! file, an impossible `MAGPIE_WORKER_THREADS`, absurd worker counts. Each must end in a clean
+//! `magpie: …` message and an exit status, never a panic, a hang or an abort.
+//!
+//! No test depends on timing: only exit statuses, messages and files are checked.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn magpie() -> Command {
+    let mut cmd = Command::cargo_bin("magpie").expect("the magpie binary");
+    cmd.env("MAGPIE_WORKER_THREADS", "2");
+    cmd
+}
+
+/// A fresh folder for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the scratch folder");
+    dir
+}
+
+/// Writes `json` as `DIR/input.json` and runs `magpie trace --input` on it, drawing into
+/// `DIR/out`.
+fn trace_input(dir: &Path, json: &str) -> assert_cmd::assert::Assert {
+    let input = dir.join("input.json");
+    std::fs::write(&input, json).expect("write the input trace");
+    magpie()
+        .args(["trace", "--input"])
+        .arg(&input)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .assert()
+}
+
+#[test]
+fn trace_input_with_a_steal_by_an_unseen_thread_draws_it() {
+    // Issue 18 item 6: tid 7 appears only as the thief of a steal; it had no lane and the
+    // drawing panicked ("no entry found for key").
+    let dir = scratch("bad_input_unseen_thief");
+    trace_input(
+        &dir,
+        r#"{"traceEvents":[
+ {"name":"poll","cat":"task","ph":"X","tid":0,"ts":1.0,"dur":3.0},
+ {"name":"steal","cat":"steal","ph":"i","tid":7,"ts":2.0,"args":{"victim":0,"count":1}}
+]}"#,
+    )
+    .success()
+    .stdout(predicate::str::contains("on 2 workers"));
+    let svg = std::fs::read_to_string(dir.join("out/timeline.svg")).unwrap();
+    assert!(svg.contains("worker 7"));
+}
