@@ -8,7 +8,9 @@
 //! - `magpie trace`: a traced run drawn as a per-worker timeline (SVG).
 //!
 //! Every subcommand takes `--workers`, `--tasks`, `--seed` and `--json`. Bad arguments exit
-//! with status 2 and a message, from clap or as `magpie: <message>`.
+//! with status 2 and a message, from clap or as `magpie: <message>`; so does a `trace
+//! --input` file that cannot be read or drawn. Any other failure exits with status 1 and a
+//! `magpie: <message>`.
 
 use std::process::ExitCode;
 

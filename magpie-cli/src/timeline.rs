@@ -5,8 +5,13 @@
 //! `M` `thread_name` names a lane; `X` spans of category `task` or `job` are *busy* (nested
 //! spans count once), of category `park` are *parked*; time in a lane covered by neither is
 //! *awake and searching*. `i` instants of category `steal` (with `args.victim`) become arrows
-//! from the victim's lane to the thief's, of category `inject` small ticks. Anything else is
-//! counted and ignored.
+//! from the victim's lane to the thief's (both get a lane), of category `inject` small ticks.
+//! Anything else is counted and ignored.
+//!
+//! A drawn event's times must be finite and within ±[`MAX_TIME_US`], and a span's duration
+//! from 0 to [`MAX_TIME_US`]; anything else makes [`Timeline::parse`] fail with
+//! [`BadTrace::Time`] rather than stretch the time axis to infinity (issue 18 item 7: the
+//! axis loop then never ended).
 //!
 //! To keep the file small whatever the trace's length, each lane is drawn at pixel
 //! resolution: every pixel column takes the state that covers most of its time, and runs of
@@ -14,6 +19,7 @@
 //! arrows and inject ticks are likewise drawn once per pixel column (and pair of lanes).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 use serde::Deserialize;
 
@@ -44,6 +50,74 @@ struct Event {
     dur: f64,
     #[serde(default)]
     args: serde_json::Value,
+}
+
+/// The largest time a drawn event may have, either side of zero, and the longest span, in
+/// microseconds: 2^53 µs, about 285 years. Beyond it an `f64` no longer holds every whole
+/// microsecond, so no real trace has such times (Chrome traces of wall-clock time since the
+/// Unix epoch are about 2^50.6); and with every time within it, the difference of any two
+/// ends stays far from overflow, so the time axis is finite.
+pub(crate) const MAX_TIME_US: f64 = 9_007_199_254_740_992.0;
+
+/// Why a trace cannot be drawn.
+#[derive(Debug)]
+pub(crate) enum BadTrace {
+    /// Not JSON, or not shaped like a Chrome trace (a missing `ph`, a string `ts`, …).
+    Json(serde_json::Error),
+    /// A drawn event's `ts` or `dur` out of range (see [`MAX_TIME_US`]).
+    Time {
+        /// The event's position in `traceEvents`, from 0.
+        index: usize,
+        /// `ts` or `dur`.
+        field: &'static str,
+        value: f64,
+    },
+}
+
+impl fmt::Display for BadTrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BadTrace::Json(err) => write!(f, "not a Chrome trace: {err}"),
+            BadTrace::Time {
+                index,
+                field,
+                value,
+            } => {
+                let allowed = if *field == "dur" {
+                    "0 to 2^53 µs"
+                } else {
+                    "-2^53 to 2^53 µs"
+                };
+                // `{:e}`: 1e308 printed in full would be 309 digits.
+                write!(
+                    f,
+                    "event {index} has \"{field}\": {value:e}, out of range (allowed: {allowed}, \
+                     2^53 µs being about 285 years)"
+                )
+            }
+        }
+    }
+}
+
+impl From<serde_json::Error> for BadTrace {
+    fn from(err: serde_json::Error) -> BadTrace {
+        BadTrace::Json(err)
+    }
+}
+
+/// `value` if it is a time the timeline can draw: finite, within ±[`MAX_TIME_US`], and not
+/// negative if `field` is the duration `dur`.
+fn checked_time(index: usize, field: &'static str, value: f64) -> Result<f64, BadTrace> {
+    let min = if field == "dur" { 0.0 } else { -MAX_TIME_US };
+    if (min..=MAX_TIME_US).contains(&value) {
+        Ok(value)
+    } else {
+        Err(BadTrace::Time {
+            index,
+            field,
+            value,
+        })
+    }
 }
 
 /// How many events of each kind a trace held.
@@ -88,7 +162,12 @@ pub(crate) struct Timeline {
 
 impl Timeline {
     /// Parses the text of a Chrome trace.
-    pub(crate) fn parse(json: &str) -> Result<Timeline, serde_json::Error> {
+    ///
+    /// # Errors
+    ///
+    /// [`BadTrace::Json`] if the text is not a Chrome trace, [`BadTrace::Time`] if an event
+    /// to draw has a time out of range.
+    pub(crate) fn parse(json: &str) -> Result<Timeline, BadTrace> {
         let file: TraceFile = serde_json::from_str(json)?;
         let mut lanes: BTreeMap<u64, Lane> = BTreeMap::new();
         let mut steals = Vec::new();
@@ -98,49 +177,55 @@ impl Timeline {
             ..Counts::default()
         };
         let (mut start, mut end) = (f64::INFINITY, f64::NEG_INFINITY);
-        for e in file.trace_events {
-            // Only events drawn in a lane make one (not, say, the process's name).
-            match (e.ph.as_str(), e.cat.as_str()) {
+        for (index, e) in file.trace_events.into_iter().enumerate() {
+            // Only events drawn in a lane make one (not, say, the process's name). Each drawn
+            // event gives the time it covers, `[from, to]`: an instant's `dur` means nothing.
+            let (from, to) = match (e.ph.as_str(), e.cat.as_str()) {
                 ("M", _) if e.name == "thread_name" => {
                     lanes.entry(e.tid).or_default().name =
                         e.args["name"].as_str().map(str::to_string);
                     continue;
                 }
                 ("X", "task" | "job" | "park") => {
+                    let ts = checked_time(index, "ts", e.ts)?;
+                    let dur = checked_time(index, "dur", e.dur)?;
                     let lane = lanes.entry(e.tid).or_default();
                     let (spans, count) = if e.cat == "park" {
                         (&mut lane.parked, &mut counts.park_spans)
                     } else {
                         (&mut lane.busy, &mut counts.busy_spans)
                     };
-                    spans.push((e.ts, e.ts + e.dur));
+                    spans.push((ts, ts + dur));
                     *count += 1;
+                    (ts, ts + dur)
                 }
                 ("i" | "I", "steal") => {
-                    let victim = e.args["victim"].as_u64();
-                    if let Some(victim) = victim {
-                        steals.push(Steal {
-                            ts: e.ts,
-                            thief: e.tid,
-                            victim,
-                        });
-                        counts.steals += 1;
-                    } else {
+                    let Some(victim) = e.args["victim"].as_u64() else {
                         counts.ignored += 1;
                         continue;
-                    }
+                    };
+                    let ts = checked_time(index, "ts", e.ts)?;
+                    steals.push(Steal {
+                        ts,
+                        thief: e.tid,
+                        victim,
+                    });
+                    counts.steals += 1;
+                    (ts, ts)
                 }
                 ("i" | "I", "inject") => {
-                    lanes.entry(e.tid).or_default().injects.push(e.ts);
+                    let ts = checked_time(index, "ts", e.ts)?;
+                    lanes.entry(e.tid).or_default().injects.push(ts);
                     counts.inject_pulls += 1;
+                    (ts, ts)
                 }
                 _ => {
                     counts.ignored += 1;
                     continue;
                 }
-            }
-            start = start.min(e.ts);
-            end = end.max(e.ts + e.dur.max(0.0));
+            };
+            start = start.min(from);
+            end = end.max(to);
         }
         // Either side of a steal may be a thread with no event of its own: both get a lane,
         // so that every arrow has two ends.
@@ -506,6 +591,55 @@ mod tests {
         let svg = t.render(200, "thief without a lane");
         assert!(svg.contains("worker 7"));
         assert!(svg.contains("class=\"steal\""));
+    }
+
+    /// A trace of one event with these fields (JSON text), e.g. `"ph":"X","ts":1`.
+    fn one_event(fields: &str) -> String {
+        format!(r#"{{"traceEvents":[{{"name":"e","tid":0,{fields}}}]}}"#)
+    }
+
+    #[test]
+    fn times_out_of_range_are_rejected() {
+        // Issue 18 item 7: a span with ts and dur of 1e308 made the time axis infinite, and
+        // drawing its ticks never ended.
+        for fields in [
+            r#""cat":"task","ph":"X","ts":1e308,"dur":1e308"#,
+            r#""cat":"task","ph":"X","ts":1e308,"dur":0"#,
+            r#""cat":"job","ph":"X","ts":-1e308,"dur":1"#,
+            r#""cat":"park","ph":"X","ts":0,"dur":1e308"#,
+            r#""cat":"task","ph":"X","ts":0,"dur":-1"#,
+            r#""cat":"task","ph":"X","ts":9007199254740994,"dur":0"#,
+            r#""cat":"steal","ph":"i","ts":-1e300,"args":{"victim":1}"#,
+            r#""cat":"inject","ph":"I","ts":1e20"#,
+        ] {
+            let err = Timeline::parse(&one_event(fields)).expect_err(fields);
+            assert!(
+                matches!(err, BadTrace::Time { index: 0, .. }),
+                "{fields}: {err:?}"
+            );
+            let message = err.to_string();
+            assert!(message.contains("out of range"), "{message}");
+            assert!(message.len() < 200, "{message}");
+        }
+        // Beyond f64: serde_json refuses the number itself.
+        let err = Timeline::parse(&one_event(r#""cat":"task","ph":"X","ts":1e400"#)).unwrap_err();
+        assert!(matches!(err, BadTrace::Json(_)), "{err:?}");
+        // An instant's `dur` means nothing and is not checked.
+        let t = Timeline::parse(&one_event(r#""cat":"inject","ph":"i","ts":5,"dur":1e308"#));
+        assert_eq!(t.unwrap().duration_us(), 0.0);
+    }
+
+    #[test]
+    fn the_widest_times_allowed_draw_a_finite_axis() {
+        let json = r#"{"traceEvents":[
+ {"cat":"task","ph":"X","tid":0,"ts":-9007199254740992,"dur":9007199254740992},
+ {"cat":"park","ph":"X","tid":1,"ts":9007199254740992,"dur":9007199254740992}
+]}"#;
+        let t = Timeline::parse(json).unwrap();
+        assert_eq!(t.duration_us(), 3.0 * MAX_TIME_US);
+        let svg = t.render(100, "wide");
+        let ticks = svg.matches("class=\"grid\"").count();
+        assert!((5..=12).contains(&ticks), "{ticks} ticks");
     }
 
     #[test]

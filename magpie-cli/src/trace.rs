@@ -72,14 +72,19 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
         ),
         None => record(args)?,
     };
+    // A `--input` that cannot be read or drawn is a bad argument (exit status 2); a trace
+    // this run wrote itself and cannot read back is a failure of the run.
+    let failure = |message: String| {
+        if args.input.is_some() {
+            Failure::Usage(message)
+        } else {
+            Failure::Run(message)
+        }
+    };
     let json = std::fs::read_to_string(&trace_path)
-        .map_err(|e| Failure::Run(format!("cannot read {}: {e}", trace_path.display())))?;
-    let timeline = Timeline::parse(&json).map_err(|e| {
-        Failure::Run(format!(
-            "{} is not a Chrome trace: {e}",
-            trace_path.display()
-        ))
-    })?;
+        .map_err(|e| failure(format!("cannot read {}: {e}", trace_path.display())))?;
+    let timeline =
+        Timeline::parse(&json).map_err(|e| failure(format!("{}: {e}", trace_path.display())))?;
     let svg = timeline.render(args.width as usize, &title);
     let svg_path = args.out.join("timeline.svg");
     std::fs::write(&svg_path, &svg)

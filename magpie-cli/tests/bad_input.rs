@@ -53,3 +53,47 @@ fn trace_input_with_a_steal_by_an_unseen_thread_draws_it() {
     let svg = std::fs::read_to_string(dir.join("out/timeline.svg")).unwrap();
     assert!(svg.contains("worker 7"));
 }
+
+#[test]
+fn trace_input_with_absurd_times_is_a_usage_error() {
+    // Issue 18 item 7: ts and dur of 1e308 made the time axis infinite; drawing it allocated
+    // without end until the process aborted.
+    let dir = scratch("bad_input_absurd_times");
+    for (json, says) in [
+        (
+            r#"{"traceEvents":[{"cat":"task","ph":"X","tid":0,"ts":1e308,"dur":1e308}]}"#,
+            "event 0 has \"ts\": 1e308, out of range",
+        ),
+        (
+            r#"{"traceEvents":[{"cat":"task","ph":"X","tid":0,"ts":1,"dur":-2.5}]}"#,
+            "event 0 has \"dur\": -2.5e0, out of range",
+        ),
+        (
+            r#"{"traceEvents":[{"cat":"task","ph":"X","tid":0,"ts":-1e400}]}"#,
+            "not a Chrome trace",
+        ),
+        (
+            r#"{"traceEvents":[{"cat":"task","ph":"X","tid":0,"ts":"soon"}]}"#,
+            "not a Chrome trace",
+        ),
+    ] {
+        trace_input(&dir, json)
+            .code(2)
+            .stderr(predicate::str::starts_with("magpie: "))
+            .stderr(predicate::str::contains(says));
+        assert!(!dir.join("out/timeline.svg").exists(), "{json}");
+    }
+}
+
+#[test]
+fn trace_input_that_cannot_be_read_is_a_usage_error() {
+    let dir = scratch("bad_input_missing");
+    magpie()
+        .args(["trace", "--input"])
+        .arg(dir.join("no-such-trace.json"))
+        .arg("--out")
+        .arg(dir.join("out"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::starts_with("magpie: cannot read "));
+}
