@@ -643,6 +643,22 @@ mod tests {
     }
 
     #[test]
+    fn names_and_titles_with_control_characters_draw_well_formed_xml() {
+        // Issue 18 item 9: the U+0001 went into the SVG as is.
+        let json = r#"{"traceEvents":[
+ {"name":"thread_name","ph":"M","tid":0,"args":{"name":"bad\u0001name <&>\"'"}},
+ {"cat":"task","ph":"X","tid":0,"ts":1,"dur":2}
+]}"#;
+        let svg = Timeline::parse(json)
+            .unwrap()
+            .render(200, "title\u{1b}[31m");
+        let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{e}: {svg}"));
+        let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+        assert!(texts.contains(&"bad\u{fffd}name <&>\"'"), "{texts:?}");
+        assert!(texts.contains(&"title\u{fffd}[31m"), "{texts:?}");
+    }
+
+    #[test]
     fn axis_labels() {
         assert_eq!(nice_step(13.0), 20.0);
         assert_eq!(nice_step(0.3), 0.5);

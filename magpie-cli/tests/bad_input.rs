@@ -97,3 +97,28 @@ fn trace_input_that_cannot_be_read_is_a_usage_error() {
         .code(2)
         .stderr(predicate::str::starts_with("magpie: cannot read "));
 }
+
+#[test]
+fn trace_input_with_control_characters_in_names_draws_well_formed_xml() {
+    // Issue 18 item 9: a thread name holding U+0001 went into the SVG as is, and XML parsers
+    // rejected the file.
+    let dir = scratch("bad_input_control_characters");
+    trace_input(
+        &dir,
+        r#"{"traceEvents":[
+ {"name":"thread_name","ph":"M","tid":0,"args":{"name":"bad\u0001name\u001b[1m <&>\"'"}},
+ {"name":"thread_name","ph":"M","tid":1,"args":{"name":"tab\there\r\nline"}},
+ {"name":"poll","cat":"task","ph":"X","tid":0,"ts":1.0,"dur":3.0},
+ {"name":"steal","cat":"steal","ph":"i","tid":1,"ts":2.0,"args":{"victim":0,"count":1}}
+]}"#,
+    )
+    .success();
+    let svg = std::fs::read_to_string(dir.join("out/timeline.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{e}: {svg}"));
+    let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+    assert!(
+        texts.contains(&"bad\u{fffd}name\u{fffd}[1m <&>\"'"),
+        "{texts:?}"
+    );
+    assert!(texts.contains(&"tab\there\r\nline"), "{texts:?}");
+}
