@@ -93,7 +93,7 @@ struct Run {
 }
 
 pub(crate) fn run(args: &CompareArgs, out: &mut impl Write) -> Result<(), Failure> {
-    let workers = args.common.workers_or_default();
+    let workers = args.common.workers_or_default()?;
     let patterns: Vec<Pattern> = match args.pattern {
         Some(p) => vec![p],
         None => Pattern::ALL.to_vec(),

@@ -136,7 +136,7 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
 /// Runs the workload on a traced runtime and exports `DIR/trace.json`; returns its path and
 /// a title for the drawing.
 fn record(args: &TraceArgs) -> Result<(PathBuf, String), Failure> {
-    let workers = args.common.workers_or_default();
+    let workers = args.common.workers_or_default()?;
     let rt = traced_runtime(workers)?;
     let title = if args.demo {
         let scenario = Scenario::generate(

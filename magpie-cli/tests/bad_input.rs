@@ -122,3 +122,68 @@ fn trace_input_with_control_characters_in_names_draws_well_formed_xml() {
     );
     assert!(texts.contains(&"tab\there\r\nline"), "{texts:?}");
 }
+
+#[test]
+fn every_subcommand_refuses_too_many_workers_from_the_environment() {
+    // Issue 18 item 8: `demo` panicked inside `magpie::default_runtime`, `scale` ran every
+    // power of two up to 65,536 workers before it failed, `compare` printed its header first.
+    let dir = scratch("bad_input_env_workers");
+    let out = dir.to_str().unwrap();
+    for args in [
+        vec!["demo", "--tasks", "2"],
+        vec!["compare", "--tasks", "2", "--repeat", "1"],
+        vec!["trace", "--tasks", "2", "--out", out],
+        vec!["scale", "--tasks", "2"],
+    ] {
+        for value in ["70000", " 99999999999999999999999 "] {
+            magpie()
+                .env("MAGPIE_WORKER_THREADS", value)
+                .args(&args)
+                .assert()
+                .code(1)
+                .stdout(predicate::str::is_empty())
+                .stderr(predicate::str::starts_with(format!(
+                    "magpie: cannot start the runtime: MAGPIE_WORKER_THREADS is {}; at most \
+                     65536 worker threads are supported\n",
+                    value.trim()
+                )));
+        }
+    }
+}
+
+#[test]
+fn a_worker_count_from_the_environment_that_is_no_count_means_one_per_cpu() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for value in ["0", "-1", "abc", ""] {
+        for args in [
+            vec![
+                "demo",
+                "--tasks",
+                "2",
+                "--heavy-us",
+                "10",
+                "--light-us",
+                "10",
+            ],
+            vec![
+                "compare",
+                "--tasks",
+                "2",
+                "--repeat",
+                "1",
+                "--pattern",
+                "uniform",
+            ],
+        ] {
+            let out = magpie()
+                .env("MAGPIE_WORKER_THREADS", value)
+                .args(&args)
+                .arg("--json")
+                .output()
+                .expect("run magpie");
+            assert!(out.status.success(), "{value:?} {args:?}: {out:?}");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["workers"], cpus, "{value:?} {args:?}");
+        }
+    }
+}

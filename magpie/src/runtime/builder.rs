@@ -58,14 +58,37 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// A builder with the defaults: one worker per available CPU (or `MAGPIE_WORKER_THREADS`
-    /// if that environment variable holds a positive number), threads named
-    /// `magpie-worker-{index}`, and the platform's default stack size.
+    /// A builder with the defaults: one worker per available CPU, or as many as the
+    /// environment variable `MAGPIE_WORKER_THREADS` says; threads named
+    /// `magpie-worker-{index}`; and the platform's default stack size.
+    ///
+    /// `MAGPIE_WORKER_THREADS` is read by [`Builder::build`], and only when no count was set
+    /// with [`Builder::worker_threads`]. Spaces around the number are ignored. Then:
+    ///
+    /// - a whole number from 1 to [`MAX_WORKERS`] is the worker count;
+    /// - a number above [`MAX_WORKERS`] (`70000`, or one too large for a `usize`) makes
+    ///   [`Builder::build`] fail with [`BuildError::WorkerThreadsEnvTooLarge`], as the same
+    ///   count given to [`Builder::worker_threads`] would;
+    /// - anything else (unset, empty, `0`, `-1`, `abc`) means one worker per available CPU.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // Run as `MAGPIE_WORKER_THREADS=100000 my-program`:
+    /// # std::env::set_var("MAGPIE_WORKER_THREADS", "100000");
+    /// let err = magpie::Runtime::builder().build().unwrap_err();
+    /// assert!(matches!(err, magpie::BuildError::WorkerThreadsEnvTooLarge { .. }));
+    /// assert!(err.to_string().starts_with("MAGPIE_WORKER_THREADS is 100000"));
+    /// // A count set here wins over the environment.
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// assert_eq!(rt.num_workers(), 2);
+    /// ```
     pub fn new() -> Builder {
         Builder::default()
     }
 
-    /// Sets the number of worker threads. 0 makes [`Builder::build`] fail.
+    /// Sets the number of worker threads, instead of one per CPU or `MAGPIE_WORKER_THREADS`
+    /// (see [`Builder::new`]). 0 or more than [`MAX_WORKERS`] makes [`Builder::build`] fail.
     pub fn worker_threads(mut self, count: usize) -> Builder {
         self.worker_threads = Some(count);
         self
@@ -237,9 +260,10 @@ impl Builder {
     /// # Errors
     ///
     /// [`BuildError::ZeroWorkers`] or [`BuildError::TooManyWorkers`] for a bad worker
-    /// count; [`BuildError::MaxWorkersBelowWorkers`], [`BuildError::InvalidStealGroups`],
-    /// [`BuildError::ZeroBlockingThreads`], [`BuildError::InvalidStackSize`] and
-    /// [`BuildError::InvalidTraceCapacity`] for the
+    /// count, [`BuildError::WorkerThreadsEnvTooLarge`] for a `MAGPIE_WORKER_THREADS` above
+    /// [`MAX_WORKERS`]; [`BuildError::MaxWorkersBelowWorkers`],
+    /// [`BuildError::InvalidStealGroups`], [`BuildError::ZeroBlockingThreads`],
+    /// [`BuildError::InvalidStackSize`] and [`BuildError::InvalidTraceCapacity`] for the
     /// other settings out of range; [`BuildError::InvalidThreadName`] for a name with a NUL
     /// byte; [`BuildError::Spawn`] if the OS refused a thread, in which case the threads
     /// already started have been stopped and joined. Nothing is started unless every
@@ -251,7 +275,12 @@ impl Builder {
     /// let err = magpie::Runtime::builder().worker_threads(0).build().unwrap_err();
     /// assert!(matches!(err, magpie::BuildError::ZeroWorkers));
     /// ```
-    pub fn build(self) -> Result<Runtime, BuildError> {
+    pub fn build(mut self) -> Result<Runtime, BuildError> {
+        // Read the environment once, here, so that what it says is checked before anything
+        // is started.
+        if self.worker_threads.is_none() {
+            self.worker_threads = Some(default_worker_threads()?);
+        }
         Runtime::start(self)
     }
 
@@ -295,8 +324,10 @@ impl Builder {
         }
     }
 
+    /// The worker thread count. [`Builder::build`] has set it, from the environment if need
+    /// be, before [`Runtime::start`] asks.
     pub(super) fn resolved_worker_threads(&self) -> usize {
-        self.worker_threads.unwrap_or_else(default_worker_threads)
+        self.worker_threads.unwrap_or_else(available_parallelism)
     }
 
     /// Whether tracing is on: as set, else `MAGPIE_TRACE=1`.
@@ -306,13 +337,35 @@ impl Builder {
     }
 }
 
-/// `MAGPIE_WORKER_THREADS` if set to a positive number, else the available parallelism.
-fn default_worker_threads() -> usize {
-    std::env::var("MAGPIE_WORKER_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+/// The worker count when none was set: `MAGPIE_WORKER_THREADS`, else the available
+/// parallelism (the rules are in [`Builder::new`]'s doc).
+fn default_worker_threads() -> Result<usize, BuildError> {
+    let from_env = match std::env::var("MAGPIE_WORKER_THREADS") {
+        Ok(value) => worker_threads_env(&value)?,
+        Err(_) => None,
+    };
+    Ok(from_env.unwrap_or_else(available_parallelism))
+}
+
+/// One worker per CPU this process may use.
+fn available_parallelism() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// What a `MAGPIE_WORKER_THREADS` of `value` asks for: `Some(count)`, `None` for the
+/// default, or an error for a count above [`MAX_WORKERS`].
+fn worker_threads_env(value: &str) -> Result<Option<usize>, BuildError> {
+    let value = value.trim();
+    let too_large = || BuildError::WorkerThreadsEnvTooLarge {
+        value: value.to_owned(),
+    };
+    match value.parse::<usize>() {
+        Ok(0) => Ok(None),
+        Ok(count) if count <= MAX_WORKERS => Ok(Some(count)),
+        Ok(_) => Err(too_large()),
+        Err(err) if *err.kind() == std::num::IntErrorKind::PosOverflow => Err(too_large()),
+        Err(_) => Ok(None),
+    }
 }
 
 /// Why a runtime could not be built.
@@ -325,6 +378,12 @@ pub enum BuildError {
     TooManyWorkers {
         /// The count asked for.
         requested: usize,
+    },
+    /// No worker count was set and the environment variable `MAGPIE_WORKER_THREADS` asks for
+    /// more than [`MAX_WORKERS`] (see [`Builder::new`]).
+    WorkerThreadsEnvTooLarge {
+        /// The variable's value, without the spaces around it.
+        value: String,
     },
     /// The OS refused to start worker `index`; the workers already started were stopped.
     Spawn {
@@ -376,6 +435,16 @@ impl fmt::Display for BuildError {
                     "{requested} worker threads requested; at most {MAX_WORKERS} are supported"
                 )
             }
+            BuildError::WorkerThreadsEnvTooLarge { value } => {
+                // A number, but perhaps a page of digits.
+                let shown: String = value.chars().take(40).collect();
+                let cut = if shown.len() < value.len() { "…" } else { "" };
+                write!(
+                    f,
+                    "MAGPIE_WORKER_THREADS is {shown}{cut}; at most {MAX_WORKERS} worker threads \
+                     are supported"
+                )
+            }
             BuildError::Spawn { index, source } => {
                 write!(f, "could not start worker thread {index}: {source}")
             }
@@ -412,5 +481,43 @@ impl std::error::Error for BuildError {
             BuildError::Spawn { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_threads_from_the_environment() {
+        for (value, expected) in [
+            ("3", Some(3)),
+            (" 5\n", Some(5)),
+            ("+7", Some(7)),
+            ("65536", Some(MAX_WORKERS)),
+            // The default: one worker per CPU.
+            ("", None),
+            ("0", None),
+            ("-1", None),
+            ("abc", None),
+            ("2.5", None),
+        ] {
+            assert_eq!(worker_threads_env(value).unwrap(), expected, "{value:?}");
+        }
+        for value in ["65537", "70000", " 99999999999999999999999999 "] {
+            let err = worker_threads_env(value).unwrap_err();
+            assert!(
+                matches!(&err, BuildError::WorkerThreadsEnvTooLarge { value: v } if v == value.trim()),
+                "{value:?}: {err:?}"
+            );
+        }
+        let err = worker_threads_env(&"9".repeat(1000)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "MAGPIE_WORKER_THREADS is {}…; at most 65536 worker threads are supported",
+                "9".repeat(40)
+            )
+        );
     }
 }
