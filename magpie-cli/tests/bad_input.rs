@@ -187,3 +187,30 @@ fn a_worker_count_from_the_environment_that_is_no_count_means_one_per_cpu() {
         }
     }
 }
+
+#[test]
+fn trace_refuses_more_workers_than_it_can_trace() {
+    // Issue 18 item 10: `--workers 65536` asked for 64 GiB of trace rings up front, and the
+    // process aborted on allocation where memory was limited.
+    let dir = scratch("bad_input_traced_workers");
+    let out = dir.join("out");
+    for (workers, env, says) in [
+        (Some("65536"), "2", "--workers 65536"),
+        (Some("4097"), "2", "--workers 4097"),
+        (None, "5000", "MAGPIE_WORKER_THREADS=5000"),
+    ] {
+        let mut cmd = magpie();
+        cmd.env("MAGPIE_WORKER_THREADS", env)
+            .args(["trace", "--tasks", "1", "--out"])
+            .arg(&out);
+        if let Some(workers) = workers {
+            cmd.args(["--workers", workers]);
+        }
+        cmd.assert()
+            .code(2)
+            .stderr(predicate::str::starts_with(format!(
+                "magpie: {says}: magpie trace records at most 4096 workers"
+            )));
+        assert!(!out.exists(), "{says}: the output folder was created");
+    }
+}

@@ -29,6 +29,15 @@ const MAX_STACK_SIZE: usize = isize::MAX as usize;
 /// `usize::MAX` rounding up to a power of two overflows (a panic).
 const MAX_TRACE_CAPACITY: usize = 1 << 24;
 
+/// The most memory the trace rings of all workers together may take: 4 GiB, 2^28 events.
+/// That is the default ring (1 MiB) on 4,096 workers, or the largest (256 MiB) on 16. The
+/// per-worker cap alone let 65,536 workers ask for 64 GiB up front, which aborted the
+/// process where memory was limited (issue 18 item 10).
+const MAX_TRACE_BYTES: u64 = 4 << 30;
+
+/// Bytes per event in a trace ring (a slot is two `u64`s: `stats/trace.rs`).
+const TRACE_EVENT_BYTES: u64 = 16;
+
 /// Configures and builds a [`Runtime`].
 ///
 /// # Examples
@@ -212,15 +221,30 @@ impl Builder {
     }
 
     /// How many events each worker's trace ring keeps (rounded up to a power of two); the
-    /// oldest are overwritten. Default 65,536 (1 MiB per worker). More than 2^24 events
-    /// (256 MiB per worker) makes [`Builder::build`] fail with
+    /// oldest are overwritten. Default 65,536 (1 MiB per worker, 16 bytes an event). More
+    /// than 2^24 events (256 MiB per worker) makes [`Builder::build`] fail with
     /// [`BuildError::InvalidTraceCapacity`].
+    ///
+    /// The rings are allocated when the runtime is built, one per worker (per
+    /// [`max_workers`](Builder::max_workers) worker), so with tracing on [`Builder::build`]
+    /// also checks their total: more than 4 GiB (2^28 events) in all, say the default ring on
+    /// more than 4,096 workers, makes it fail with [`BuildError::TraceMemoryTooLarge`]
+    /// before anything is allocated.
     ///
     /// # Examples
     ///
     /// ```
     /// let err = magpie::Runtime::builder().trace_capacity(usize::MAX).build().unwrap_err();
     /// assert!(matches!(err, magpie::BuildError::InvalidTraceCapacity { .. }));
+    ///
+    /// // 64 rings of 256 MiB would be 16 GiB.
+    /// let err = magpie::Runtime::builder()
+    ///     .worker_threads(64)
+    ///     .trace(true)
+    ///     .trace_capacity(1 << 24)
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert!(matches!(err, magpie::BuildError::TraceMemoryTooLarge { workers: 64, .. }));
     /// ```
     pub fn trace_capacity(mut self, events: usize) -> Builder {
         self.trace_capacity = Some(events);
@@ -263,8 +287,8 @@ impl Builder {
     /// count, [`BuildError::WorkerThreadsEnvTooLarge`] for a `MAGPIE_WORKER_THREADS` above
     /// [`MAX_WORKERS`]; [`BuildError::MaxWorkersBelowWorkers`],
     /// [`BuildError::InvalidStealGroups`], [`BuildError::ZeroBlockingThreads`],
-    /// [`BuildError::InvalidStackSize`] and [`BuildError::InvalidTraceCapacity`] for the
-    /// other settings out of range; [`BuildError::InvalidThreadName`] for a name with a NUL
+    /// [`BuildError::InvalidStackSize`], [`BuildError::InvalidTraceCapacity`] and
+    /// [`BuildError::TraceMemoryTooLarge`] for the other settings out of range; [`BuildError::InvalidThreadName`] for a name with a NUL
     /// byte; [`BuildError::Spawn`] if the OS refused a thread, in which case the threads
     /// already started have been stopped and joined. Nothing is started unless every
     /// setting is valid.
@@ -314,14 +338,37 @@ impl Builder {
         }
     }
 
-    /// The trace ring capacity, if one was set, checked against [`MAX_TRACE_CAPACITY`].
+    /// The trace ring capacity, if one was set, checked against [`MAX_TRACE_CAPACITY`]; and,
+    /// if tracing is on, the rings of all workers together against [`MAX_TRACE_BYTES`]. Run
+    /// by [`Runtime::start`] once the worker counts are known to be valid, before anything
+    /// is allocated.
     pub(super) fn checked_trace_capacity(&self) -> Result<Option<usize>, BuildError> {
-        match self.trace_capacity {
-            Some(events) if events > MAX_TRACE_CAPACITY => {
-                Err(BuildError::InvalidTraceCapacity { requested: events })
+        if let Some(events) = self.trace_capacity {
+            if events > MAX_TRACE_CAPACITY {
+                return Err(BuildError::InvalidTraceCapacity { requested: events });
             }
-            other => Ok(other),
         }
+        if self.resolved_trace() {
+            // A ring per worker, active or not, rounded as `TraceBuffer::new` rounds it.
+            let workers = self
+                .max_workers
+                .unwrap_or(0)
+                .max(self.resolved_worker_threads());
+            let events_per_worker = self
+                .trace_capacity
+                .unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)
+                .max(2)
+                .next_power_of_two();
+            // At most 2^16 workers × 2^24 events × 16 bytes = 2^44: no overflow in a u64.
+            let bytes = workers as u64 * events_per_worker as u64 * TRACE_EVENT_BYTES;
+            if bytes > MAX_TRACE_BYTES {
+                return Err(BuildError::TraceMemoryTooLarge {
+                    workers,
+                    events_per_worker,
+                });
+            }
+        }
+        Ok(self.trace_capacity)
     }
 
     /// The worker thread count. [`Builder::build`] has set it, from the environment if need
@@ -423,6 +470,14 @@ pub enum BuildError {
         /// The capacity asked for, in events.
         requested: usize,
     },
+    /// With tracing on, the trace rings of all workers together would take more than 4 GiB
+    /// (see [`Builder::trace_capacity`]).
+    TraceMemoryTooLarge {
+        /// The workers, each with a ring (the maximum, with [`Builder::max_workers`]).
+        workers: usize,
+        /// The events each ring would hold, rounded up to a power of two.
+        events_per_worker: usize,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -471,6 +526,21 @@ impl fmt::Display for BuildError {
                 f,
                 "a trace ring of {requested} events requested; at most {MAX_TRACE_CAPACITY} are supported"
             ),
+            BuildError::TraceMemoryTooLarge {
+                workers,
+                events_per_worker,
+            } => {
+                let mib = |bytes: u64| bytes >> 20;
+                let total = *workers as u64 * *events_per_worker as u64 * TRACE_EVENT_BYTES;
+                write!(
+                    f,
+                    "tracing {workers} workers with rings of {events_per_worker} events would \
+                     take {} MiB; at most {} MiB in all are supported (lower trace_capacity or \
+                     the worker count)",
+                    mib(total),
+                    mib(MAX_TRACE_BYTES)
+                )
+            }
         }
     }
 }
@@ -487,6 +557,52 @@ impl std::error::Error for BuildError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trace_rings_of_all_workers_together_are_capped() {
+        // Issue 18 item 10: 65,536 workers asked for 64 GiB of rings, and aborted on
+        // allocation where memory was limited.
+        let traced = |workers| Builder::new().worker_threads(workers).trace(true);
+        let err = traced(MAX_WORKERS).checked_trace_capacity().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BuildError::TraceMemoryTooLarge {
+                    workers: MAX_WORKERS,
+                    events_per_worker: 65536
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "tracing 65536 workers with rings of 65536 events would take 65536 MiB; at most \
+             4096 MiB in all are supported (lower trace_capacity or the worker count)"
+        );
+        // The default ring on 4,096 workers is the most; a smaller ring allows more.
+        assert_eq!(traced(4096).checked_trace_capacity().unwrap(), None);
+        assert!(traced(4097).checked_trace_capacity().is_err());
+        assert!(traced(MAX_WORKERS)
+            .trace_capacity(4096)
+            .checked_trace_capacity()
+            .is_ok());
+        // Rings are rounded up to a power of two, and every worker up to max_workers has one.
+        assert!(traced(16)
+            .trace_capacity(1 << 24)
+            .checked_trace_capacity()
+            .is_ok());
+        assert!(traced(16)
+            .trace_capacity((1 << 23) + 1)
+            .max_workers(17)
+            .checked_trace_capacity()
+            .is_err());
+        // Without tracing, no ring: nothing to cap.
+        assert!(Builder::new()
+            .worker_threads(MAX_WORKERS)
+            .trace(false)
+            .checked_trace_capacity()
+            .is_ok());
+    }
 
     #[test]
     fn worker_threads_from_the_environment() {
