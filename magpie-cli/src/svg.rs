@@ -20,12 +20,14 @@ struct Num(f64);
 
 impl std::fmt::Display for Num {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `as` saturates (and takes NaN to 0): no coordinate can overflow what follows.
         let tenths = (self.0 * 10.0).round() as i64;
         if tenths % 10 == 0 {
             write!(f, "{}", tenths / 10)
         } else {
             let sign = if tenths < 0 { "-" } else { "" };
-            let t = tenths.abs();
+            // Unsigned: `i64::MIN.abs()` overflows.
+            let t = tenths.unsigned_abs();
             write!(f, "{sign}{}.{}", t / 10, t % 10)
         }
     }
@@ -168,6 +170,15 @@ mod tests {
         assert_eq!(Num(3.06).to_string(), "3.1");
         assert_eq!(Num(-0.25).to_string(), "-0.3");
         assert_eq!(Num(-12.5).to_string(), "-12.5");
+    }
+
+    #[test]
+    fn numbers_out_of_range_saturate() {
+        // -inf became i64::MIN tenths, whose `abs` overflowed.
+        assert_eq!(Num(f64::NEG_INFINITY).to_string(), "-922337203685477580.8");
+        assert_eq!(Num(f64::MIN).to_string(), "-922337203685477580.8");
+        assert_eq!(Num(f64::INFINITY).to_string(), "922337203685477580.7");
+        assert_eq!(Num(f64::NAN).to_string(), "0");
     }
 
     /// Every character XML 1.0 forbids, and its neighbours.
