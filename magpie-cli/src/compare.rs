@@ -163,7 +163,9 @@ fn run_once(strategy: Strategy, workload: &Workload, workers: usize) -> Result<R
     match strategy {
         Strategy::WorkStealing => run_magpie(workload, workers),
         Strategy::Baseline(b) => Ok(Run {
-            makespan: b.run(workload, workers),
+            makespan: b
+                .run(workload, workers)
+                .map_err(|e| Failure::Run(format!("cannot start a {} thread: {e}", b.name())))?,
             steals: 0,
             steal_rate: 0.0,
         }),
