@@ -72,7 +72,14 @@ pub(crate) enum BadTrace {
         field: &'static str,
         value: f64,
     },
+    /// More lanes than [`MAX_LANES`].
+    TooManyLanes { lanes: usize },
 }
+
+/// The most lanes a timeline draws: [`magpie::MAX_WORKERS`], the most workers a runtime can
+/// have. Each lane costs a pass over every pixel column, so without a cap a trace of a few
+/// hundred MB naming a different thread in each event would take minutes and gigabytes.
+pub(crate) const MAX_LANES: usize = magpie::MAX_WORKERS;
 
 impl fmt::Display for BadTrace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -95,6 +102,10 @@ impl fmt::Display for BadTrace {
                      2^53 µs being about 285 years)"
                 )
             }
+            BadTrace::TooManyLanes { lanes } => write!(
+                f,
+                "its events name {lanes} threads; at most {MAX_LANES} can be drawn"
+            ),
         }
     }
 }
@@ -166,7 +177,8 @@ impl Timeline {
     /// # Errors
     ///
     /// [`BadTrace::Json`] if the text is not a Chrome trace, [`BadTrace::Time`] if an event
-    /// to draw has a time out of range.
+    /// to draw has a time out of range, [`BadTrace::TooManyLanes`] if the events name more
+    /// than [`MAX_LANES`] threads.
     pub(crate) fn parse(json: &str) -> Result<Timeline, BadTrace> {
         let file: TraceFile = serde_json::from_str(json)?;
         let mut lanes: BTreeMap<u64, Lane> = BTreeMap::new();
@@ -232,6 +244,9 @@ impl Timeline {
         for s in &steals {
             lanes.entry(s.victim).or_default();
             lanes.entry(s.thief).or_default();
+        }
+        if lanes.len() > MAX_LANES {
+            return Err(BadTrace::TooManyLanes { lanes: lanes.len() });
         }
         if !start.is_finite() {
             (start, end) = (0.0, 0.0);
@@ -627,6 +642,29 @@ mod tests {
         // An instant's `dur` means nothing and is not checked.
         let t = Timeline::parse(&one_event(r#""cat":"inject","ph":"i","ts":5,"dur":1e308"#));
         assert_eq!(t.unwrap().duration_us(), 0.0);
+    }
+
+    #[test]
+    fn more_lanes_than_workers_are_refused() {
+        let names = |lanes: usize| {
+            let events: Vec<String> = (0..lanes)
+                .map(|tid| format!(r#"{{"name":"thread_name","ph":"M","tid":{tid},"args":{{}}}}"#))
+                .collect();
+            format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))
+        };
+        let err = Timeline::parse(&names(MAX_LANES + 1)).unwrap_err();
+        assert!(
+            matches!(err, BadTrace::TooManyLanes { lanes } if lanes == MAX_LANES + 1),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "its events name 65537 threads; at most 65536 can be drawn"
+        );
+        assert_eq!(
+            Timeline::parse(&names(MAX_LANES)).unwrap().workers(),
+            MAX_LANES
+        );
     }
 
     #[test]
