@@ -404,7 +404,8 @@ impl Layout {
             scale: (timeline.duration_us() / columns as f64).max(1e-9),
             columns,
             lanes,
-            width: MARGIN_LEFT + columns as f64 + MARGIN_RIGHT,
+            // Wide enough for the legend, however narrow the plot.
+            width: MARGIN_LEFT + (columns as f64).max(legend_width()) + MARGIN_RIGHT,
             height: TOP + lanes as f64 * (LANE_HEIGHT + LANE_GAP) + AXIS_HEIGHT + LEGEND_HEIGHT,
         }
     }
@@ -483,27 +484,48 @@ impl Layout {
     fn draw_legend(&self, svg: &mut Svg) {
         let y = self.height - LEGEND_HEIGHT + 8.0;
         let mut x = MARGIN_LEFT;
-        for (class, label) in [
-            ("busy", "busy (task poll or job)"),
-            ("search", "awake, searching"),
-            ("park", "parked"),
-        ] {
-            svg.rect(class, x, y, 14.0, 12.0);
-            svg.text("label", x + 20.0, y + 10.5, "start", label);
-            x += 30.0 + label.len() as f64 * 6.5;
+        for (class, label) in LEGEND {
+            let text_x = match class {
+                "steal" => {
+                    svg.line(class, x, y + 12.0, x + 16.0, y);
+                    x + 22.0
+                }
+                "inject" => {
+                    svg.line(class, x + 4.0, y, x + 4.0, y + 12.0);
+                    x + 12.0
+                }
+                _ => {
+                    svg.rect(class, x, y, 14.0, 12.0);
+                    x + 20.0
+                }
+            };
+            svg.text("label", text_x, y + 10.5, "start", label);
+            x += legend_entry_width(label);
         }
-        svg.line("steal", x, y + 12.0, x + 16.0, y);
-        svg.text(
-            "label",
-            x + 22.0,
-            y + 10.5,
-            "start",
-            "steal (victim to thief)",
-        );
-        x += 30.0 + 23.0 * 6.5;
-        svg.line("inject", x + 4.0, y, x + 4.0, y + 12.0);
-        svg.text("label", x + 12.0, y + 10.5, "start", "inject queue pull");
     }
+}
+
+/// The legend: a CSS class (a filled box, or the steal arrow or inject tick) and its label.
+const LEGEND: [(&str, &str); 5] = [
+    ("busy", "busy (task poll or job)"),
+    ("search", "awake, searching"),
+    ("park", "parked"),
+    ("steal", "steal (victim to thief)"),
+    ("inject", "inject queue pull"),
+];
+
+/// The room a legend entry takes: its key, and 6.5 px per character of its label (about
+/// what 12 px sans-serif needs).
+fn legend_entry_width(label: &str) -> f64 {
+    30.0 + label.chars().count() as f64 * 6.5
+}
+
+/// The room the whole legend takes, after the left margin.
+fn legend_width() -> f64 {
+    LEGEND
+        .iter()
+        .map(|(_, label)| legend_entry_width(label))
+        .sum()
 }
 
 /// 1, 2 or 5 times a power of ten, at least `raw`.
@@ -694,6 +716,34 @@ mod tests {
         let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
         assert!(texts.contains(&"bad\u{fffd}name <&>\"'"), "{texts:?}");
         assert!(texts.contains(&"title\u{fffd}[31m"), "{texts:?}");
+    }
+
+    #[test]
+    fn a_narrow_timeline_is_wide_enough_for_its_legend() {
+        // Found by the `fuzz` property: at --width 100 the legend ran 350 px past the page.
+        let t = Timeline::parse(SAMPLE).unwrap();
+        for width in [100, 300, 700, 2000] {
+            let svg = t.render(width, "narrow");
+            let doc = roxmltree::Document::parse(&svg).unwrap();
+            let page: f64 = doc
+                .root_element()
+                .attribute("width")
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(page, MARGIN_LEFT + (width as f64).max(702.5) + MARGIN_RIGHT);
+            let last_label = doc
+                .descendants()
+                .find(|n| n.text() == Some("inject queue pull"))
+                .unwrap();
+            let x: f64 = last_label.attribute("x").unwrap().parse().unwrap();
+            let room = 17.0 * 6.5;
+            assert!(
+                x + room <= page,
+                "{width}: the label ends at {} of {page}",
+                x + room
+            );
+        }
     }
 
     #[test]
