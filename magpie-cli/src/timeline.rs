@@ -560,6 +560,9 @@ fn format_us(us: f64) -> String {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
