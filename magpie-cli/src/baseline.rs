@@ -11,11 +11,14 @@
 //! The threads start, and block, before the clock starts; the submitter hands each batch
 //! over, sits out the batch's pause, and after the last batch the clock stops once every
 //! thread has finished and been joined. The assignment of tasks to threads is computed before
-//! timing too, so the makespan holds only the work, the hand-over and the waiting.
+//! timing too, so the makespan holds only the work, the hand-over and the waiting. If the OS
+//! refuses a thread, the threads already started are stopped and joined, and the run fails
+//! with the OS's error.
 
 use std::collections::VecDeque;
+use std::io;
 use std::sync::{mpsc, Arc, Condvar, Mutex};
-use std::thread;
+use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::workload::{pause, spin, Workload};
@@ -45,13 +48,31 @@ impl Baseline {
 
     /// Runs `workload` on `threads` fresh threads and returns the makespan: from the first
     /// hand-over to the moment the last thread is done.
-    pub(crate) fn run(self, workload: &Workload, threads: usize) -> Duration {
+    ///
+    /// # Errors
+    ///
+    /// The OS's error if it refused a thread (`magpie compare --workers 65536` on a machine
+    /// with a lower thread limit); the threads already started have been joined.
+    pub(crate) fn run(self, workload: &Workload, threads: usize) -> io::Result<Duration> {
+        self.run_with(workload, threads, os_spawn)
+    }
+
+    fn run_with(self, workload: &Workload, threads: usize, spawn: Spawn) -> io::Result<Duration> {
         match self {
-            Baseline::RoundRobin => run_assigned(workload, threads, round_robin),
-            Baseline::StaticPartition => run_assigned(workload, threads, partition),
-            Baseline::CentralQueue => run_central(workload, threads),
+            Baseline::RoundRobin => run_assigned(workload, threads, round_robin, spawn),
+            Baseline::StaticPartition => run_assigned(workload, threads, partition, spawn),
+            Baseline::CentralQueue => run_central(workload, threads, spawn),
         }
     }
+}
+
+/// Starts baseline thread `index` running `body`: [`os_spawn`], or in tests one that fails.
+type Spawn = fn(usize, Box<dyn FnOnce() + Send>) -> io::Result<JoinHandle<()>>;
+
+/// A plain OS thread; `thread::Builder` rather than `thread::spawn`, which panics when the
+/// OS refuses.
+fn os_spawn(_index: usize, body: Box<dyn FnOnce() + Send>) -> io::Result<JoinHandle<()>> {
+    thread::Builder::new().spawn(body)
 }
 
 /// Each batch cut into one list per thread, by arrival index: `assign(batch, first, n)`
@@ -75,7 +96,12 @@ fn partition(batch: &[Duration], _first: usize, n: usize) -> Vec<Vec<Duration>> 
 
 /// Round-robin and static partition: every thread has a channel of its own, and receives
 /// its share of each batch as one message.
-fn run_assigned(workload: &Workload, threads: usize, assign: Assign) -> Duration {
+fn run_assigned(
+    workload: &Workload,
+    threads: usize,
+    assign: Assign,
+    spawn: Spawn,
+) -> io::Result<Duration> {
     let mut first = 0;
     let plan: Vec<(Vec<Vec<Duration>>, Duration)> = workload
         .batches
@@ -87,17 +113,28 @@ fn run_assigned(workload: &Workload, threads: usize, assign: Assign) -> Duration
         })
         .collect();
 
-    let (senders, handles): (Vec<_>, Vec<_>) = (0..threads)
-        .map(|_| {
-            let (tx, rx) = mpsc::channel::<Vec<Duration>>();
-            let handle = thread::spawn(move || {
-                for list in rx {
-                    list.into_iter().for_each(spin);
-                }
-            });
-            (tx, handle)
-        })
-        .unzip();
+    let mut senders = Vec::with_capacity(threads);
+    let mut handles = Vec::with_capacity(threads);
+    for index in 0..threads {
+        let (tx, rx) = mpsc::channel::<Vec<Duration>>();
+        let body = move || {
+            for list in rx {
+                list.into_iter().for_each(spin);
+            }
+        };
+        match spawn(index, Box::new(body)) {
+            Ok(handle) => {
+                senders.push(tx);
+                handles.push(handle);
+            }
+            Err(err) => {
+                // Hanging up ends the threads already started.
+                drop(senders);
+                join_all(handles);
+                return Err(err);
+            }
+        }
+    }
 
     let start = Instant::now();
     for (lists, pause_after) in plan {
@@ -108,7 +145,7 @@ fn run_assigned(workload: &Workload, threads: usize, assign: Assign) -> Duration
     }
     drop(senders);
     join_all(handles);
-    start.elapsed()
+    Ok(start.elapsed())
 }
 
 /// The central queue's state, all behind its one lock.
@@ -119,30 +156,39 @@ struct Central {
     closed: bool,
 }
 
-fn run_central(workload: &Workload, threads: usize) -> Duration {
+fn run_central(workload: &Workload, threads: usize, spawn: Spawn) -> io::Result<Duration> {
     let shared = Arc::new((Mutex::new(Central::default()), Condvar::new()));
-    let handles: Vec<_> = (0..threads)
-        .map(|_| {
-            let shared = Arc::clone(&shared);
-            thread::spawn(move || {
-                let (lock, ready) = &*shared;
-                let mut central = lock.lock().expect("central queue poisoned");
-                loop {
-                    if let Some(d) = central.queue.pop_front() {
-                        drop(central);
-                        spin(d);
-                        central = lock.lock().expect("central queue poisoned");
-                    } else if central.closed {
-                        return;
-                    } else {
-                        central = ready.wait(central).expect("central queue poisoned");
-                    }
-                }
-            })
-        })
-        .collect();
-
     let (lock, ready) = &*shared;
+    let mut handles = Vec::with_capacity(threads);
+    for index in 0..threads {
+        let shared = Arc::clone(&shared);
+        let body = move || {
+            let (lock, ready) = &*shared;
+            let mut central = lock.lock().expect("central queue poisoned");
+            loop {
+                if let Some(d) = central.queue.pop_front() {
+                    drop(central);
+                    spin(d);
+                    central = lock.lock().expect("central queue poisoned");
+                } else if central.closed {
+                    return;
+                } else {
+                    central = ready.wait(central).expect("central queue poisoned");
+                }
+            }
+        };
+        match spawn(index, Box::new(body)) {
+            Ok(handle) => handles.push(handle),
+            Err(err) => {
+                // Closing the empty queue ends the threads already started.
+                lock.lock().expect("central queue poisoned").closed = true;
+                ready.notify_all();
+                join_all(handles);
+                return Err(err);
+            }
+        }
+    }
+
     let start = Instant::now();
     for batch in &workload.batches {
         lock.lock()
@@ -155,7 +201,7 @@ fn run_central(workload: &Workload, threads: usize) -> Duration {
     lock.lock().expect("central queue poisoned").closed = true;
     ready.notify_all();
     join_all(handles);
-    start.elapsed()
+    Ok(start.elapsed())
 }
 
 fn join_all(handles: Vec<thread::JoinHandle<()>>) {
@@ -172,6 +218,33 @@ mod tests {
 
     fn us(v: &[u64]) -> Vec<Duration> {
         v.iter().map(|&x| Duration::from_micros(x)).collect()
+    }
+
+    /// Starts threads 0 and 1, refuses thread 2 as an OS at its limit would.
+    fn refuse_the_third(
+        index: usize,
+        body: Box<dyn FnOnce() + Send>,
+    ) -> io::Result<JoinHandle<()>> {
+        if index == 2 {
+            Err(io::Error::new(io::ErrorKind::WouldBlock, "no more threads"))
+        } else {
+            os_spawn(index, body)
+        }
+    }
+
+    #[test]
+    fn a_thread_the_os_refuses_fails_the_run() {
+        // `thread::spawn` panicked ("failed to spawn thread"). The two threads started must
+        // be stopped, or this test would hang joining them.
+        let workload = Workload::generate(crate::workload::Pattern::Burst, 20, 1);
+        for baseline in Baseline::ALL {
+            let err = baseline
+                .run_with(&workload, 4, refuse_the_third)
+                .expect_err(baseline.name());
+            assert_eq!(err.to_string(), "no more threads");
+            let ok = baseline.run_with(&workload, 2, refuse_the_third);
+            assert!(ok.is_ok(), "{}", baseline.name());
+        }
     }
 
     #[test]

@@ -93,7 +93,7 @@ struct Run {
 }
 
 pub(crate) fn run(args: &CompareArgs, out: &mut impl Write) -> Result<(), Failure> {
-    let workers = args.common.workers_or_default();
+    let workers = args.common.workers_or_default()?;
     let patterns: Vec<Pattern> = match args.pattern {
         Some(p) => vec![p],
         None => Pattern::ALL.to_vec(),
@@ -163,7 +163,9 @@ fn run_once(strategy: Strategy, workload: &Workload, workers: usize) -> Result<R
     match strategy {
         Strategy::WorkStealing => run_magpie(workload, workers),
         Strategy::Baseline(b) => Ok(Run {
-            makespan: b.run(workload, workers),
+            makespan: b
+                .run(workload, workers)
+                .map_err(|e| Failure::Run(format!("cannot start a {} thread: {e}", b.name())))?,
             steals: 0,
             steal_rate: 0.0,
         }),

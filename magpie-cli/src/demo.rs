@@ -63,11 +63,12 @@ struct Report {
 
 pub(crate) fn run(args: &DemoArgs, out: &mut impl Write) -> Result<(), Failure> {
     // The README's command runs on the embedded default runtime; `--workers` configures it
-    // before its first use.
+    // before its first use. Without it, a bad `MAGPIE_WORKER_THREADS` is an error here, not
+    // a panic in `magpie::default_runtime`.
     if let Some(n) = args.common.workers {
         Runtime::builder().worker_threads(n).build_global()?;
     }
-    let rt: &'static Runtime = magpie::default_runtime();
+    let rt: &'static Runtime = magpie::try_default_runtime()?;
     let workers = rt.num_workers();
 
     // Durations first, so drawing them is not timed.

@@ -8,7 +8,9 @@
 //! - `magpie trace`: a traced run drawn as a per-worker timeline (SVG).
 //!
 //! Every subcommand takes `--workers`, `--tasks`, `--seed` and `--json`. Bad arguments exit
-//! with status 2 and a message, from clap or as `magpie: <message>`.
+//! with status 2 and a message, from clap or as `magpie: <message>`; so does a `trace
+//! --input` file that cannot be read or drawn. Any other failure exits with status 1 and a
+//! `magpie: <message>`.
 
 use std::process::ExitCode;
 
@@ -62,8 +64,8 @@ pub(crate) struct CommonArgs {
 
 impl CommonArgs {
     /// The worker count asked for, or the one a default runtime would have.
-    pub(crate) fn workers_or_default(&self) -> usize {
-        self.workers.unwrap_or_else(default_workers)
+    pub(crate) fn workers_or_default(&self) -> Result<usize, Failure> {
+        self.workers.map_or_else(default_workers, Ok)
     }
 }
 
@@ -77,14 +79,30 @@ pub(crate) fn task_count() -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000_000)
 }
 
-/// `MAGPIE_WORKER_THREADS` if set to a positive number, else the available parallelism: the
-/// same rule as the runtime builder's, so baselines get as many threads as magpie workers.
-pub(crate) fn default_workers() -> usize {
-    std::env::var("MAGPIE_WORKER_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+/// The worker count of a default runtime, by the runtime builder's rule (see
+/// `magpie::Builder::new`), so that baselines get as many threads as magpie workers:
+/// `MAGPIE_WORKER_THREADS` if it holds a count from 1 to [`magpie::MAX_WORKERS`], the same
+/// error as the builder's if it holds a larger number, else the available parallelism.
+///
+/// Checked before any work starts: `magpie scale` would otherwise run every power of two
+/// below an impossible count before it failed.
+pub(crate) fn default_workers() -> Result<usize, Failure> {
+    let value = std::env::var("MAGPIE_WORKER_THREADS").unwrap_or_default();
+    let value = value.trim();
+    let too_large = || -> Failure {
+        magpie::BuildError::WorkerThreadsEnvTooLarge {
+            value: value.to_owned(),
+        }
+        .into()
+    };
+    let from_env = match value.parse::<usize>() {
+        Ok(0) => None,
+        Ok(count) if count <= magpie::MAX_WORKERS => Some(count),
+        Ok(_) => return Err(too_large()),
+        Err(err) if *err.kind() == std::num::IntErrorKind::PosOverflow => return Err(too_large()),
+        Err(_) => None,
+    };
+    Ok(from_env.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())))
 }
 
 fn main() -> ExitCode {

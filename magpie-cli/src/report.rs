@@ -114,7 +114,9 @@ pub(crate) struct WorkerDelta {
 }
 
 impl WorkerDelta {
-    /// One row per worker: `after - before` (the counters are cumulative).
+    /// One row per worker: `after - before` (the counters are cumulative). A counter that
+    /// went down (the snapshots swapped, or a counter that is not monotonic after all) gives
+    /// 0, not a wrapped-around 18 quintillion.
     pub(crate) fn between(after: &magpie::Stats, before: &magpie::Stats) -> Vec<WorkerDelta> {
         let zero = magpie::WorkerStats::default();
         after
@@ -124,12 +126,12 @@ impl WorkerDelta {
             .map(|(i, a)| {
                 let b = before.workers.get(i).unwrap_or(&zero);
                 WorkerDelta {
-                    tasks: a.tasks_executed - b.tasks_executed,
-                    stolen: a.tasks_stolen - b.tasks_stolen,
-                    steal_operations: a.steal_operations - b.steal_operations,
-                    parks: a.parks - b.parks,
-                    busy_ns: a.busy_time_ns - b.busy_time_ns,
-                    idle_ns: a.idle_time_ns - b.idle_time_ns,
+                    tasks: a.tasks_executed.saturating_sub(b.tasks_executed),
+                    stolen: a.tasks_stolen.saturating_sub(b.tasks_stolen),
+                    steal_operations: a.steal_operations.saturating_sub(b.steal_operations),
+                    parks: a.parks.saturating_sub(b.parks),
+                    busy_ns: a.busy_time_ns.saturating_sub(b.busy_time_ns),
+                    idle_ns: a.idle_time_ns.saturating_sub(b.idle_time_ns),
                 }
             })
             .collect()
@@ -138,11 +140,12 @@ impl WorkerDelta {
     /// The share of the interval this worker was awake (running or looking for work), in
     /// percent.
     pub(crate) fn busy_percent(&self) -> f64 {
-        let total = self.busy_ns + self.idle_ns;
-        if total == 0 {
+        // In floating point: the sum of two u64 nanosecond counts may not fit in one.
+        let total = self.busy_ns as f64 + self.idle_ns as f64;
+        if total == 0.0 {
             0.0
         } else {
-            self.busy_ns as f64 * 100.0 / total as f64
+            self.busy_ns as f64 * 100.0 / total
         }
     }
 }
@@ -161,6 +164,59 @@ pub(crate) fn steal_rate(deltas: &[WorkerDelta]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Stats of two workers whose every counter reads `value`.
+    fn stats(value: u64) -> magpie::Stats {
+        let mut worker = magpie::WorkerStats::default();
+        worker.tasks_executed = value;
+        worker.tasks_stolen = value;
+        worker.steal_operations = value;
+        worker.parks = value;
+        worker.busy_time_ns = value;
+        worker.idle_time_ns = value;
+        let mut stats = magpie::Stats::default();
+        stats.workers = vec![worker.clone(), worker];
+        stats
+    }
+
+    #[test]
+    fn deltas_of_counters_that_went_down_are_zero() {
+        // `u64` subtraction: a counter lower after than before panicked in a debug build
+        // and wrapped to about 1.8e19 in a release one.
+        let deltas = WorkerDelta::between(&stats(5), &stats(7));
+        assert_eq!(deltas.len(), 2);
+        for d in &deltas {
+            assert_eq!(
+                (
+                    d.tasks,
+                    d.stolen,
+                    d.steal_operations,
+                    d.parks,
+                    d.busy_ns,
+                    d.idle_ns
+                ),
+                (0, 0, 0, 0, 0, 0)
+            );
+            assert_eq!(d.busy_percent(), 0.0);
+        }
+        assert_eq!(steal_rate(&deltas), 0.0);
+        let d = &WorkerDelta::between(&stats(7), &stats(5))[0];
+        assert_eq!((d.tasks, d.busy_ns), (2, 2));
+        // A worker missing from `before` counts from zero.
+        let mut one = stats(0);
+        one.workers.truncate(1);
+        assert_eq!(WorkerDelta::between(&stats(3), &one)[1].tasks, 3);
+    }
+
+    #[test]
+    fn busy_percent_of_huge_counts() {
+        let d = WorkerDelta {
+            busy_ns: u64::MAX,
+            idle_ns: u64::MAX,
+            ..WorkerDelta::default()
+        };
+        assert_eq!(d.busy_percent(), 50.0);
+    }
 
     #[test]
     fn columns_line_up() {

@@ -5,8 +5,13 @@
 //! `M` `thread_name` names a lane; `X` spans of category `task` or `job` are *busy* (nested
 //! spans count once), of category `park` are *parked*; time in a lane covered by neither is
 //! *awake and searching*. `i` instants of category `steal` (with `args.victim`) become arrows
-//! from the victim's lane to the thief's, of category `inject` small ticks. Anything else is
-//! counted and ignored.
+//! from the victim's lane to the thief's (both get a lane), of category `inject` small ticks.
+//! Anything else is counted and ignored.
+//!
+//! A drawn event's times must be finite and within ±[`MAX_TIME_US`], and a span's duration
+//! from 0 to [`MAX_TIME_US`]; anything else makes [`Timeline::parse`] fail with
+//! [`BadTrace::Time`] rather than stretch the time axis to infinity (issue 18 item 7: the
+//! axis loop then never ended).
 //!
 //! To keep the file small whatever the trace's length, each lane is drawn at pixel
 //! resolution: every pixel column takes the state that covers most of its time, and runs of
@@ -14,6 +19,7 @@
 //! arrows and inject ticks are likewise drawn once per pixel column (and pair of lanes).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 use serde::Deserialize;
 
@@ -44,6 +50,85 @@ struct Event {
     dur: f64,
     #[serde(default)]
     args: serde_json::Value,
+}
+
+/// The largest time a drawn event may have, either side of zero, and the longest span, in
+/// microseconds: 2^53 µs, about 285 years. Beyond it an `f64` no longer holds every whole
+/// microsecond, so no real trace has such times (Chrome traces of wall-clock time since the
+/// Unix epoch are about 2^50.6); and with every time within it, the difference of any two
+/// ends stays far from overflow, so the time axis is finite.
+pub(crate) const MAX_TIME_US: f64 = 9_007_199_254_740_992.0;
+
+/// Why a trace cannot be drawn.
+#[derive(Debug)]
+pub(crate) enum BadTrace {
+    /// Not JSON, or not shaped like a Chrome trace (a missing `ph`, a string `ts`, …).
+    Json(serde_json::Error),
+    /// A drawn event's `ts` or `dur` out of range (see [`MAX_TIME_US`]).
+    Time {
+        /// The event's position in `traceEvents`, from 0.
+        index: usize,
+        /// `ts` or `dur`.
+        field: &'static str,
+        value: f64,
+    },
+    /// More lanes than [`MAX_LANES`].
+    TooManyLanes { lanes: usize },
+}
+
+/// The most lanes a timeline draws: [`magpie::MAX_WORKERS`], the most workers a runtime can
+/// have. Each lane costs a pass over every pixel column, so without a cap a trace of a few
+/// hundred MB naming a different thread in each event would take minutes and gigabytes.
+pub(crate) const MAX_LANES: usize = magpie::MAX_WORKERS;
+
+impl fmt::Display for BadTrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BadTrace::Json(err) => write!(f, "not a Chrome trace: {err}"),
+            BadTrace::Time {
+                index,
+                field,
+                value,
+            } => {
+                let allowed = if *field == "dur" {
+                    "0 to 2^53 µs"
+                } else {
+                    "-2^53 to 2^53 µs"
+                };
+                // `{:e}`: 1e308 printed in full would be 309 digits.
+                write!(
+                    f,
+                    "event {index} has \"{field}\": {value:e}, out of range (allowed: {allowed}, \
+                     2^53 µs being about 285 years)"
+                )
+            }
+            BadTrace::TooManyLanes { lanes } => write!(
+                f,
+                "its events name {lanes} threads; at most {MAX_LANES} can be drawn"
+            ),
+        }
+    }
+}
+
+impl From<serde_json::Error> for BadTrace {
+    fn from(err: serde_json::Error) -> BadTrace {
+        BadTrace::Json(err)
+    }
+}
+
+/// `value` if it is a time the timeline can draw: finite, within ±[`MAX_TIME_US`], and not
+/// negative if `field` is the duration `dur`.
+fn checked_time(index: usize, field: &'static str, value: f64) -> Result<f64, BadTrace> {
+    let min = if field == "dur" { 0.0 } else { -MAX_TIME_US };
+    if (min..=MAX_TIME_US).contains(&value) {
+        Ok(value)
+    } else {
+        Err(BadTrace::Time {
+            index,
+            field,
+            value,
+        })
+    }
 }
 
 /// How many events of each kind a trace held.
@@ -88,7 +173,13 @@ pub(crate) struct Timeline {
 
 impl Timeline {
     /// Parses the text of a Chrome trace.
-    pub(crate) fn parse(json: &str) -> Result<Timeline, serde_json::Error> {
+    ///
+    /// # Errors
+    ///
+    /// [`BadTrace::Json`] if the text is not a Chrome trace, [`BadTrace::Time`] if an event
+    /// to draw has a time out of range, [`BadTrace::TooManyLanes`] if the events name more
+    /// than [`MAX_LANES`] threads.
+    pub(crate) fn parse(json: &str) -> Result<Timeline, BadTrace> {
         let file: TraceFile = serde_json::from_str(json)?;
         let mut lanes: BTreeMap<u64, Lane> = BTreeMap::new();
         let mut steals = Vec::new();
@@ -98,53 +189,64 @@ impl Timeline {
             ..Counts::default()
         };
         let (mut start, mut end) = (f64::INFINITY, f64::NEG_INFINITY);
-        for e in file.trace_events {
-            // Only events drawn in a lane make one (not, say, the process's name).
-            match (e.ph.as_str(), e.cat.as_str()) {
+        for (index, e) in file.trace_events.into_iter().enumerate() {
+            // Only events drawn in a lane make one (not, say, the process's name). Each drawn
+            // event gives the time it covers, `[from, to]`: an instant's `dur` means nothing.
+            let (from, to) = match (e.ph.as_str(), e.cat.as_str()) {
                 ("M", _) if e.name == "thread_name" => {
                     lanes.entry(e.tid).or_default().name =
                         e.args["name"].as_str().map(str::to_string);
                     continue;
                 }
                 ("X", "task" | "job" | "park") => {
+                    let ts = checked_time(index, "ts", e.ts)?;
+                    let dur = checked_time(index, "dur", e.dur)?;
                     let lane = lanes.entry(e.tid).or_default();
                     let (spans, count) = if e.cat == "park" {
                         (&mut lane.parked, &mut counts.park_spans)
                     } else {
                         (&mut lane.busy, &mut counts.busy_spans)
                     };
-                    spans.push((e.ts, e.ts + e.dur));
+                    spans.push((ts, ts + dur));
                     *count += 1;
+                    (ts, ts + dur)
                 }
                 ("i" | "I", "steal") => {
-                    let victim = e.args["victim"].as_u64();
-                    if let Some(victim) = victim {
-                        steals.push(Steal {
-                            ts: e.ts,
-                            thief: e.tid,
-                            victim,
-                        });
-                        counts.steals += 1;
-                    } else {
+                    let Some(victim) = e.args["victim"].as_u64() else {
                         counts.ignored += 1;
                         continue;
-                    }
+                    };
+                    let ts = checked_time(index, "ts", e.ts)?;
+                    steals.push(Steal {
+                        ts,
+                        thief: e.tid,
+                        victim,
+                    });
+                    counts.steals += 1;
+                    (ts, ts)
                 }
                 ("i" | "I", "inject") => {
-                    lanes.entry(e.tid).or_default().injects.push(e.ts);
+                    let ts = checked_time(index, "ts", e.ts)?;
+                    lanes.entry(e.tid).or_default().injects.push(ts);
                     counts.inject_pulls += 1;
+                    (ts, ts)
                 }
                 _ => {
                     counts.ignored += 1;
                     continue;
                 }
-            }
-            start = start.min(e.ts);
-            end = end.max(e.ts + e.dur.max(0.0));
+            };
+            start = start.min(from);
+            end = end.max(to);
         }
-        // A steal may name a victim that has no event of its own.
+        // Either side of a steal may be a thread with no event of its own: both get a lane,
+        // so that every arrow has two ends.
         for s in &steals {
             lanes.entry(s.victim).or_default();
+            lanes.entry(s.thief).or_default();
+        }
+        if lanes.len() > MAX_LANES {
+            return Err(BadTrace::TooManyLanes { lanes: lanes.len() });
         }
         if !start.is_finite() {
             (start, end) = (0.0, 0.0);
@@ -302,7 +404,8 @@ impl Layout {
             scale: (timeline.duration_us() / columns as f64).max(1e-9),
             columns,
             lanes,
-            width: MARGIN_LEFT + columns as f64 + MARGIN_RIGHT,
+            // Wide enough for the legend, however narrow the plot.
+            width: MARGIN_LEFT + (columns as f64).max(legend_width()) + MARGIN_RIGHT,
             height: TOP + lanes as f64 * (LANE_HEIGHT + LANE_GAP) + AXIS_HEIGHT + LEGEND_HEIGHT,
         }
     }
@@ -381,27 +484,48 @@ impl Layout {
     fn draw_legend(&self, svg: &mut Svg) {
         let y = self.height - LEGEND_HEIGHT + 8.0;
         let mut x = MARGIN_LEFT;
-        for (class, label) in [
-            ("busy", "busy (task poll or job)"),
-            ("search", "awake, searching"),
-            ("park", "parked"),
-        ] {
-            svg.rect(class, x, y, 14.0, 12.0);
-            svg.text("label", x + 20.0, y + 10.5, "start", label);
-            x += 30.0 + label.len() as f64 * 6.5;
+        for (class, label) in LEGEND {
+            let text_x = match class {
+                "steal" => {
+                    svg.line(class, x, y + 12.0, x + 16.0, y);
+                    x + 22.0
+                }
+                "inject" => {
+                    svg.line(class, x + 4.0, y, x + 4.0, y + 12.0);
+                    x + 12.0
+                }
+                _ => {
+                    svg.rect(class, x, y, 14.0, 12.0);
+                    x + 20.0
+                }
+            };
+            svg.text("label", text_x, y + 10.5, "start", label);
+            x += legend_entry_width(label);
         }
-        svg.line("steal", x, y + 12.0, x + 16.0, y);
-        svg.text(
-            "label",
-            x + 22.0,
-            y + 10.5,
-            "start",
-            "steal (victim to thief)",
-        );
-        x += 30.0 + 23.0 * 6.5;
-        svg.line("inject", x + 4.0, y, x + 4.0, y + 12.0);
-        svg.text("label", x + 12.0, y + 10.5, "start", "inject queue pull");
     }
+}
+
+/// The legend: a CSS class (a filled box, or the steal arrow or inject tick) and its label.
+const LEGEND: [(&str, &str); 5] = [
+    ("busy", "busy (task poll or job)"),
+    ("search", "awake, searching"),
+    ("park", "parked"),
+    ("steal", "steal (victim to thief)"),
+    ("inject", "inject queue pull"),
+];
+
+/// The room a legend entry takes: its key, and 6.5 px per character of its label (about
+/// what 12 px sans-serif needs).
+fn legend_entry_width(label: &str) -> f64 {
+    30.0 + label.chars().count() as f64 * 6.5
+}
+
+/// The room the whole legend takes, after the left margin.
+fn legend_width() -> f64 {
+    LEGEND
+        .iter()
+        .map(|(_, label)| legend_entry_width(label))
+        .sum()
 }
 
 /// 1, 2 or 5 times a power of ten, at least `raw`.
@@ -434,6 +558,9 @@ fn format_us(us: f64) -> String {
         trim(us / 1e6, "s")
     }
 }
+
+#[cfg(test)]
+mod fuzz;
 
 #[cfg(test)]
 mod tests {
@@ -490,6 +617,136 @@ mod tests {
         assert!(svg.contains("class=\"steal\""));
         assert!(svg.contains("class=\"inject\""));
         assert!(svg.contains("parked"));
+    }
+
+    #[test]
+    fn a_steal_by_a_thread_with_no_other_event_gets_a_lane() {
+        // Issue 18 item 6: the thief (tid 7) had no lane, and drawing its arrow panicked.
+        let json = r#"{"traceEvents":[
+ {"name":"poll","cat":"task","ph":"X","tid":0,"ts":1.0,"dur":3.0},
+ {"name":"steal","cat":"steal","ph":"i","tid":7,"ts":2.0,"args":{"victim":0,"count":1}}
+]}"#;
+        let t = Timeline::parse(json).unwrap();
+        assert_eq!(t.workers(), 2);
+        let svg = t.render(200, "thief without a lane");
+        assert!(svg.contains("worker 7"));
+        assert!(svg.contains("class=\"steal\""));
+    }
+
+    /// A trace of one event with these fields (JSON text), e.g. `"ph":"X","ts":1`.
+    fn one_event(fields: &str) -> String {
+        format!(r#"{{"traceEvents":[{{"name":"e","tid":0,{fields}}}]}}"#)
+    }
+
+    #[test]
+    fn times_out_of_range_are_rejected() {
+        // Issue 18 item 7: a span with ts and dur of 1e308 made the time axis infinite, and
+        // drawing its ticks never ended.
+        for fields in [
+            r#""cat":"task","ph":"X","ts":1e308,"dur":1e308"#,
+            r#""cat":"task","ph":"X","ts":1e308,"dur":0"#,
+            r#""cat":"job","ph":"X","ts":-1e308,"dur":1"#,
+            r#""cat":"park","ph":"X","ts":0,"dur":1e308"#,
+            r#""cat":"task","ph":"X","ts":0,"dur":-1"#,
+            r#""cat":"task","ph":"X","ts":9007199254740994,"dur":0"#,
+            r#""cat":"steal","ph":"i","ts":-1e300,"args":{"victim":1}"#,
+            r#""cat":"inject","ph":"I","ts":1e20"#,
+        ] {
+            let err = Timeline::parse(&one_event(fields)).expect_err(fields);
+            assert!(
+                matches!(err, BadTrace::Time { index: 0, .. }),
+                "{fields}: {err:?}"
+            );
+            let message = err.to_string();
+            assert!(message.contains("out of range"), "{message}");
+            assert!(message.len() < 200, "{message}");
+        }
+        // Beyond f64: serde_json refuses the number itself.
+        let err = Timeline::parse(&one_event(r#""cat":"task","ph":"X","ts":1e400"#)).unwrap_err();
+        assert!(matches!(err, BadTrace::Json(_)), "{err:?}");
+        // An instant's `dur` means nothing and is not checked.
+        let t = Timeline::parse(&one_event(r#""cat":"inject","ph":"i","ts":5,"dur":1e308"#));
+        assert_eq!(t.unwrap().duration_us(), 0.0);
+    }
+
+    #[test]
+    fn more_lanes_than_workers_are_refused() {
+        let names = |lanes: usize| {
+            let events: Vec<String> = (0..lanes)
+                .map(|tid| format!(r#"{{"name":"thread_name","ph":"M","tid":{tid},"args":{{}}}}"#))
+                .collect();
+            format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))
+        };
+        let err = Timeline::parse(&names(MAX_LANES + 1)).unwrap_err();
+        assert!(
+            matches!(err, BadTrace::TooManyLanes { lanes } if lanes == MAX_LANES + 1),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "its events name 65537 threads; at most 65536 can be drawn"
+        );
+        assert_eq!(
+            Timeline::parse(&names(MAX_LANES)).unwrap().workers(),
+            MAX_LANES
+        );
+    }
+
+    #[test]
+    fn the_widest_times_allowed_draw_a_finite_axis() {
+        let json = r#"{"traceEvents":[
+ {"cat":"task","ph":"X","tid":0,"ts":-9007199254740992,"dur":9007199254740992},
+ {"cat":"park","ph":"X","tid":1,"ts":9007199254740992,"dur":9007199254740992}
+]}"#;
+        let t = Timeline::parse(json).unwrap();
+        assert_eq!(t.duration_us(), 3.0 * MAX_TIME_US);
+        let svg = t.render(100, "wide");
+        let ticks = svg.matches("class=\"grid\"").count();
+        assert!((5..=12).contains(&ticks), "{ticks} ticks");
+    }
+
+    #[test]
+    fn names_and_titles_with_control_characters_draw_well_formed_xml() {
+        // Issue 18 item 9: the U+0001 went into the SVG as is.
+        let json = r#"{"traceEvents":[
+ {"name":"thread_name","ph":"M","tid":0,"args":{"name":"bad\u0001name <&>\"'"}},
+ {"cat":"task","ph":"X","tid":0,"ts":1,"dur":2}
+]}"#;
+        let svg = Timeline::parse(json)
+            .unwrap()
+            .render(200, "title\u{1b}[31m");
+        let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{e}: {svg}"));
+        let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+        assert!(texts.contains(&"bad\u{fffd}name <&>\"'"), "{texts:?}");
+        assert!(texts.contains(&"title\u{fffd}[31m"), "{texts:?}");
+    }
+
+    #[test]
+    fn a_narrow_timeline_is_wide_enough_for_its_legend() {
+        // Found by the `fuzz` property: at --width 100 the legend ran 350 px past the page.
+        let t = Timeline::parse(SAMPLE).unwrap();
+        for width in [100, 300, 700, 2000] {
+            let svg = t.render(width, "narrow");
+            let doc = roxmltree::Document::parse(&svg).unwrap();
+            let page: f64 = doc
+                .root_element()
+                .attribute("width")
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(page, MARGIN_LEFT + (width as f64).max(702.5) + MARGIN_RIGHT);
+            let last_label = doc
+                .descendants()
+                .find(|n| n.text() == Some("inject queue pull"))
+                .unwrap();
+            let x: f64 = last_label.attribute("x").unwrap().parse().unwrap();
+            let room = 17.0 * 6.5;
+            assert!(
+                x + room <= page,
+                "{width}: the label ends at {} of {page}",
+                x + room
+            );
+        }
     }
 
     #[test]

@@ -56,7 +56,28 @@ struct Report {
     events: Counts,
 }
 
+/// The most workers `magpie trace` records. The runtime caps the trace rings of all workers
+/// together at 4 GiB (`magpie::Builder::trace_capacity`), 4,096 of the default 1 MiB rings
+/// this command uses; checked here first, so that the message speaks of `--workers`.
+const MAX_TRACED_WORKERS: usize = 4096;
+
+/// Where the trace to draw comes from.
+#[derive(Debug, Clone, Copy)]
+enum Source<'a> {
+    /// `--input FILE`.
+    Input(&'a Path),
+    /// A run recorded now on this many workers.
+    Record { workers: usize },
+}
+
 pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure> {
+    // The worker count first: a run that cannot be recorded fails before any file is touched.
+    let source = match &args.input {
+        Some(input) => Source::Input(input),
+        None => Source::Record {
+            workers: traced_workers(&args.common)?,
+        },
+    };
     if args.out.is_file() {
         return Err(Failure::Usage(format!(
             "--out {}: is a file, not a folder",
@@ -65,21 +86,23 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
     }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| Failure::Run(format!("cannot create {}: {e}", args.out.display())))?;
-    let (trace_path, title) = match &args.input {
-        Some(input) => (
-            input.clone(),
+    let (trace_path, title) = match source {
+        Source::Input(input) => (
+            input.to_path_buf(),
             format!("magpie trace of {}", input.display()),
         ),
-        None => record(args)?,
+        Source::Record { workers } => record(args, workers)?,
+    };
+    // A `--input` that cannot be read or drawn is a bad argument (exit status 2); a trace
+    // this run wrote itself and cannot read back is a failure of the run.
+    let failure = |message: String| match source {
+        Source::Input(_) => Failure::Usage(message),
+        Source::Record { .. } => Failure::Run(message),
     };
     let json = std::fs::read_to_string(&trace_path)
-        .map_err(|e| Failure::Run(format!("cannot read {}: {e}", trace_path.display())))?;
-    let timeline = Timeline::parse(&json).map_err(|e| {
-        Failure::Run(format!(
-            "{} is not a Chrome trace: {e}",
-            trace_path.display()
-        ))
-    })?;
+        .map_err(|e| failure(format!("cannot read {}: {e}", trace_path.display())))?;
+    let timeline =
+        Timeline::parse(&json).map_err(|e| failure(format!("{}: {e}", trace_path.display())))?;
     let svg = timeline.render(args.width as usize, &title);
     let svg_path = args.out.join("timeline.svg");
     std::fs::write(&svg_path, &svg)
@@ -128,10 +151,26 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
     Ok(())
 }
 
-/// Runs the workload on a traced runtime and exports `DIR/trace.json`; returns its path and
-/// a title for the drawing.
-fn record(args: &TraceArgs) -> Result<(PathBuf, String), Failure> {
-    let workers = args.common.workers_or_default();
+/// The worker count to record: as asked or by default, at most [`MAX_TRACED_WORKERS`].
+fn traced_workers(common: &CommonArgs) -> Result<usize, Failure> {
+    let workers = common.workers_or_default()?;
+    if workers > MAX_TRACED_WORKERS {
+        let asked = if common.workers.is_some() {
+            format!("--workers {workers}")
+        } else {
+            format!("MAGPIE_WORKER_THREADS={workers}")
+        };
+        return Err(Failure::Usage(format!(
+            "{asked}: magpie trace records at most {MAX_TRACED_WORKERS} workers (each keeps a \
+             1 MiB trace ring)"
+        )));
+    }
+    Ok(workers)
+}
+
+/// Runs the workload on a traced runtime of `workers` workers and exports
+/// `DIR/trace.json`; returns its path and a title for the drawing.
+fn record(args: &TraceArgs, workers: usize) -> Result<(PathBuf, String), Failure> {
     let rt = traced_runtime(workers)?;
     let title = if args.demo {
         let scenario = Scenario::generate(

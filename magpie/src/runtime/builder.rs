@@ -29,6 +29,15 @@ const MAX_STACK_SIZE: usize = isize::MAX as usize;
 /// `usize::MAX` rounding up to a power of two overflows (a panic).
 const MAX_TRACE_CAPACITY: usize = 1 << 24;
 
+/// The most memory the trace rings of all workers together may take: 4 GiB, 2^28 events.
+/// That is the default ring (1 MiB) on 4,096 workers, or the largest (256 MiB) on 16. The
+/// per-worker cap alone let 65,536 workers ask for 64 GiB up front, which aborted the
+/// process where memory was limited (issue 18 item 10).
+const MAX_TRACE_BYTES: u64 = 4 << 30;
+
+/// Bytes per event in a trace ring (a slot is two `u64`s: `stats/trace.rs`).
+const TRACE_EVENT_BYTES: u64 = 16;
+
 /// Configures and builds a [`Runtime`].
 ///
 /// # Examples
@@ -58,14 +67,37 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// A builder with the defaults: one worker per available CPU (or `MAGPIE_WORKER_THREADS`
-    /// if that environment variable holds a positive number), threads named
-    /// `magpie-worker-{index}`, and the platform's default stack size.
+    /// A builder with the defaults: one worker per available CPU, or as many as the
+    /// environment variable `MAGPIE_WORKER_THREADS` says; threads named
+    /// `magpie-worker-{index}`; and the platform's default stack size.
+    ///
+    /// `MAGPIE_WORKER_THREADS` is read by [`Builder::build`], and only when no count was set
+    /// with [`Builder::worker_threads`]. Spaces around the number are ignored. Then:
+    ///
+    /// - a whole number from 1 to [`MAX_WORKERS`] is the worker count;
+    /// - a number above [`MAX_WORKERS`] (`70000`, or one too large for a `usize`) makes
+    ///   [`Builder::build`] fail with [`BuildError::WorkerThreadsEnvTooLarge`], as the same
+    ///   count given to [`Builder::worker_threads`] would;
+    /// - anything else (unset, empty, `0`, `-1`, `abc`) means one worker per available CPU.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // Run as `MAGPIE_WORKER_THREADS=100000 my-program`:
+    /// # std::env::set_var("MAGPIE_WORKER_THREADS", "100000");
+    /// let err = magpie::Runtime::builder().build().unwrap_err();
+    /// assert!(matches!(err, magpie::BuildError::WorkerThreadsEnvTooLarge { .. }));
+    /// assert!(err.to_string().starts_with("MAGPIE_WORKER_THREADS is 100000"));
+    /// // A count set here wins over the environment.
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// assert_eq!(rt.num_workers(), 2);
+    /// ```
     pub fn new() -> Builder {
         Builder::default()
     }
 
-    /// Sets the number of worker threads. 0 makes [`Builder::build`] fail.
+    /// Sets the number of worker threads, instead of one per CPU or `MAGPIE_WORKER_THREADS`
+    /// (see [`Builder::new`]). 0 or more than [`MAX_WORKERS`] makes [`Builder::build`] fail.
     pub fn worker_threads(mut self, count: usize) -> Builder {
         self.worker_threads = Some(count);
         self
@@ -189,15 +221,30 @@ impl Builder {
     }
 
     /// How many events each worker's trace ring keeps (rounded up to a power of two); the
-    /// oldest are overwritten. Default 65,536 (1 MiB per worker). More than 2^24 events
-    /// (256 MiB per worker) makes [`Builder::build`] fail with
+    /// oldest are overwritten. Default 65,536 (1 MiB per worker, 16 bytes an event). More
+    /// than 2^24 events (256 MiB per worker) makes [`Builder::build`] fail with
     /// [`BuildError::InvalidTraceCapacity`].
+    ///
+    /// The rings are allocated when the runtime is built, one per worker (per
+    /// [`max_workers`](Builder::max_workers) worker), so with tracing on [`Builder::build`]
+    /// also checks their total: more than 4 GiB (2^28 events) in all, say the default ring on
+    /// more than 4,096 workers, makes it fail with [`BuildError::TraceMemoryTooLarge`]
+    /// before anything is allocated.
     ///
     /// # Examples
     ///
     /// ```
     /// let err = magpie::Runtime::builder().trace_capacity(usize::MAX).build().unwrap_err();
     /// assert!(matches!(err, magpie::BuildError::InvalidTraceCapacity { .. }));
+    ///
+    /// // 64 rings of 256 MiB would be 16 GiB.
+    /// let err = magpie::Runtime::builder()
+    ///     .worker_threads(64)
+    ///     .trace(true)
+    ///     .trace_capacity(1 << 24)
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert!(matches!(err, magpie::BuildError::TraceMemoryTooLarge { workers: 64, .. }));
     /// ```
     pub fn trace_capacity(mut self, events: usize) -> Builder {
         self.trace_capacity = Some(events);
@@ -237,10 +284,11 @@ impl Builder {
     /// # Errors
     ///
     /// [`BuildError::ZeroWorkers`] or [`BuildError::TooManyWorkers`] for a bad worker
-    /// count; [`BuildError::MaxWorkersBelowWorkers`], [`BuildError::InvalidStealGroups`],
-    /// [`BuildError::ZeroBlockingThreads`], [`BuildError::InvalidStackSize`] and
-    /// [`BuildError::InvalidTraceCapacity`] for the
-    /// other settings out of range; [`BuildError::InvalidThreadName`] for a name with a NUL
+    /// count, [`BuildError::WorkerThreadsEnvTooLarge`] for a `MAGPIE_WORKER_THREADS` above
+    /// [`MAX_WORKERS`]; [`BuildError::MaxWorkersBelowWorkers`],
+    /// [`BuildError::InvalidStealGroups`], [`BuildError::ZeroBlockingThreads`],
+    /// [`BuildError::InvalidStackSize`], [`BuildError::InvalidTraceCapacity`] and
+    /// [`BuildError::TraceMemoryTooLarge`] for the other settings out of range; [`BuildError::InvalidThreadName`] for a name with a NUL
     /// byte; [`BuildError::Spawn`] if the OS refused a thread, in which case the threads
     /// already started have been stopped and joined. Nothing is started unless every
     /// setting is valid.
@@ -251,7 +299,12 @@ impl Builder {
     /// let err = magpie::Runtime::builder().worker_threads(0).build().unwrap_err();
     /// assert!(matches!(err, magpie::BuildError::ZeroWorkers));
     /// ```
-    pub fn build(self) -> Result<Runtime, BuildError> {
+    pub fn build(mut self) -> Result<Runtime, BuildError> {
+        // Read the environment once, here, so that what it says is checked before anything
+        // is started.
+        if self.worker_threads.is_none() {
+            self.worker_threads = Some(default_worker_threads()?);
+        }
         Runtime::start(self)
     }
 
@@ -285,18 +338,43 @@ impl Builder {
         }
     }
 
-    /// The trace ring capacity, if one was set, checked against [`MAX_TRACE_CAPACITY`].
+    /// The trace ring capacity, if one was set, checked against [`MAX_TRACE_CAPACITY`]; and,
+    /// if tracing is on, the rings of all workers together against [`MAX_TRACE_BYTES`]. Run
+    /// by [`Runtime::start`] once the worker counts are known to be valid, before anything
+    /// is allocated.
     pub(super) fn checked_trace_capacity(&self) -> Result<Option<usize>, BuildError> {
-        match self.trace_capacity {
-            Some(events) if events > MAX_TRACE_CAPACITY => {
-                Err(BuildError::InvalidTraceCapacity { requested: events })
+        if let Some(events) = self.trace_capacity {
+            if events > MAX_TRACE_CAPACITY {
+                return Err(BuildError::InvalidTraceCapacity { requested: events });
             }
-            other => Ok(other),
         }
+        if self.resolved_trace() {
+            // A ring per worker, active or not, rounded as `TraceBuffer::new` rounds it.
+            let workers = self
+                .max_workers
+                .unwrap_or(0)
+                .max(self.resolved_worker_threads());
+            let events_per_worker = self
+                .trace_capacity
+                .unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)
+                .max(2)
+                .next_power_of_two();
+            // At most 2^16 workers × 2^24 events × 16 bytes = 2^44: no overflow in a u64.
+            let bytes = workers as u64 * events_per_worker as u64 * TRACE_EVENT_BYTES;
+            if bytes > MAX_TRACE_BYTES {
+                return Err(BuildError::TraceMemoryTooLarge {
+                    workers,
+                    events_per_worker,
+                });
+            }
+        }
+        Ok(self.trace_capacity)
     }
 
+    /// The worker thread count. [`Builder::build`] has set it, from the environment if need
+    /// be, before [`Runtime::start`] asks.
     pub(super) fn resolved_worker_threads(&self) -> usize {
-        self.worker_threads.unwrap_or_else(default_worker_threads)
+        self.worker_threads.unwrap_or_else(available_parallelism)
     }
 
     /// Whether tracing is on: as set, else `MAGPIE_TRACE=1`.
@@ -306,13 +384,35 @@ impl Builder {
     }
 }
 
-/// `MAGPIE_WORKER_THREADS` if set to a positive number, else the available parallelism.
-fn default_worker_threads() -> usize {
-    std::env::var("MAGPIE_WORKER_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+/// The worker count when none was set: `MAGPIE_WORKER_THREADS`, else the available
+/// parallelism (the rules are in [`Builder::new`]'s doc).
+fn default_worker_threads() -> Result<usize, BuildError> {
+    let from_env = match std::env::var("MAGPIE_WORKER_THREADS") {
+        Ok(value) => worker_threads_env(&value)?,
+        Err(_) => None,
+    };
+    Ok(from_env.unwrap_or_else(available_parallelism))
+}
+
+/// One worker per CPU this process may use.
+fn available_parallelism() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// What a `MAGPIE_WORKER_THREADS` of `value` asks for: `Some(count)`, `None` for the
+/// default, or an error for a count above [`MAX_WORKERS`].
+fn worker_threads_env(value: &str) -> Result<Option<usize>, BuildError> {
+    let value = value.trim();
+    let too_large = || BuildError::WorkerThreadsEnvTooLarge {
+        value: value.to_owned(),
+    };
+    match value.parse::<usize>() {
+        Ok(0) => Ok(None),
+        Ok(count) if count <= MAX_WORKERS => Ok(Some(count)),
+        Ok(_) => Err(too_large()),
+        Err(err) if *err.kind() == std::num::IntErrorKind::PosOverflow => Err(too_large()),
+        Err(_) => Ok(None),
+    }
 }
 
 /// Why a runtime could not be built.
@@ -325,6 +425,12 @@ pub enum BuildError {
     TooManyWorkers {
         /// The count asked for.
         requested: usize,
+    },
+    /// No worker count was set and the environment variable `MAGPIE_WORKER_THREADS` asks for
+    /// more than [`MAX_WORKERS`] (see [`Builder::new`]).
+    WorkerThreadsEnvTooLarge {
+        /// The variable's value, without the spaces around it.
+        value: String,
     },
     /// The OS refused to start worker `index`; the workers already started were stopped.
     Spawn {
@@ -364,6 +470,14 @@ pub enum BuildError {
         /// The capacity asked for, in events.
         requested: usize,
     },
+    /// With tracing on, the trace rings of all workers together would take more than 4 GiB
+    /// (see [`Builder::trace_capacity`]).
+    TraceMemoryTooLarge {
+        /// The workers, each with a ring (the maximum, with [`Builder::max_workers`]).
+        workers: usize,
+        /// The events each ring would hold, rounded up to a power of two.
+        events_per_worker: usize,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -374,6 +488,16 @@ impl fmt::Display for BuildError {
                 write!(
                     f,
                     "{requested} worker threads requested; at most {MAX_WORKERS} are supported"
+                )
+            }
+            BuildError::WorkerThreadsEnvTooLarge { value } => {
+                // A number, but perhaps a page of digits.
+                let shown: String = value.chars().take(40).collect();
+                let cut = if shown.len() < value.len() { "…" } else { "" };
+                write!(
+                    f,
+                    "MAGPIE_WORKER_THREADS is {shown}{cut}; at most {MAX_WORKERS} worker threads \
+                     are supported"
                 )
             }
             BuildError::Spawn { index, source } => {
@@ -402,6 +526,21 @@ impl fmt::Display for BuildError {
                 f,
                 "a trace ring of {requested} events requested; at most {MAX_TRACE_CAPACITY} are supported"
             ),
+            BuildError::TraceMemoryTooLarge {
+                workers,
+                events_per_worker,
+            } => {
+                let mib = |bytes: u64| bytes >> 20;
+                let total = *workers as u64 * *events_per_worker as u64 * TRACE_EVENT_BYTES;
+                write!(
+                    f,
+                    "tracing {workers} workers with rings of {events_per_worker} events would \
+                     take {} MiB; at most {} MiB in all are supported (lower trace_capacity or \
+                     the worker count)",
+                    mib(total),
+                    mib(MAX_TRACE_BYTES)
+                )
+            }
         }
     }
 }
@@ -412,5 +551,89 @@ impl std::error::Error for BuildError {
             BuildError::Spawn { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_rings_of_all_workers_together_are_capped() {
+        // Issue 18 item 10: 65,536 workers asked for 64 GiB of rings, and aborted on
+        // allocation where memory was limited.
+        let traced = |workers| Builder::new().worker_threads(workers).trace(true);
+        let err = traced(MAX_WORKERS).checked_trace_capacity().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BuildError::TraceMemoryTooLarge {
+                    workers: MAX_WORKERS,
+                    events_per_worker: 65536
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "tracing 65536 workers with rings of 65536 events would take 65536 MiB; at most \
+             4096 MiB in all are supported (lower trace_capacity or the worker count)"
+        );
+        // The default ring on 4,096 workers is the most; a smaller ring allows more.
+        assert_eq!(traced(4096).checked_trace_capacity().unwrap(), None);
+        assert!(traced(4097).checked_trace_capacity().is_err());
+        assert!(traced(MAX_WORKERS)
+            .trace_capacity(4096)
+            .checked_trace_capacity()
+            .is_ok());
+        // Rings are rounded up to a power of two, and every worker up to max_workers has one.
+        assert!(traced(16)
+            .trace_capacity(1 << 24)
+            .checked_trace_capacity()
+            .is_ok());
+        assert!(traced(16)
+            .trace_capacity((1 << 23) + 1)
+            .max_workers(17)
+            .checked_trace_capacity()
+            .is_err());
+        // Without tracing, no ring: nothing to cap.
+        assert!(Builder::new()
+            .worker_threads(MAX_WORKERS)
+            .trace(false)
+            .checked_trace_capacity()
+            .is_ok());
+    }
+
+    #[test]
+    fn worker_threads_from_the_environment() {
+        for (value, expected) in [
+            ("3", Some(3)),
+            (" 5\n", Some(5)),
+            ("+7", Some(7)),
+            ("65536", Some(MAX_WORKERS)),
+            // The default: one worker per CPU.
+            ("", None),
+            ("0", None),
+            ("-1", None),
+            ("abc", None),
+            ("2.5", None),
+        ] {
+            assert_eq!(worker_threads_env(value).unwrap(), expected, "{value:?}");
+        }
+        for value in ["65537", "70000", " 99999999999999999999999999 "] {
+            let err = worker_threads_env(value).unwrap_err();
+            assert!(
+                matches!(&err, BuildError::WorkerThreadsEnvTooLarge { value: v } if v == value.trim()),
+                "{value:?}: {err:?}"
+            );
+        }
+        let err = worker_threads_env(&"9".repeat(1000)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "MAGPIE_WORKER_THREADS is {}…; at most 65536 worker threads are supported",
+                "9".repeat(40)
+            )
+        );
     }
 }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 pub use builder::{BuildError, Builder, MAX_WORKERS, MIN_STACK_SIZE};
 pub use control::ActiveWorkersError;
+pub use global::try_default_runtime;
 
 use crate::queue::{chase_lev, local};
 use crate::sync::atomic::*;
