@@ -651,6 +651,11 @@ where
 /// [`scope`](crate::scope)) use on threads outside any worker. Created on first use with the
 /// defaults of [`Builder::new`], unless [`Builder::build_global`] configured it first.
 ///
+/// # Panics
+///
+/// If the runtime cannot be built (`MAGPIE_WORKER_THREADS` too large, the OS refusing a
+/// thread). [`try_default_runtime`](crate::try_default_runtime) returns the error instead.
+///
 /// # Examples
 ///
 /// ```
