@@ -170,7 +170,10 @@ fn bomb_tree(depth: u32, ledger: &Arc<Ledger>) {
     if depth == 0 {
         ledger.throw();
     }
-    magpie::join(|| bomb_tree(depth - 1, ledger), || bomb_tree(depth - 1, ledger));
+    magpie::join(
+        || bomb_tree(depth - 1, ledger),
+        || bomb_tree(depth - 1, ledger),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,7 +190,10 @@ fn join_both_halves_panic_with_bombs() {
             assert_eq!(got, Caught::Bomb, "{workers} workers, depth {depth}");
         }
         // Leaves everywhere: the losers of 63 joins go off inside magpie.
-        assert_eq!(caught(|| rt.install(|| bomb_tree(6, &ledger))), Caught::Bomb);
+        assert_eq!(
+            caught(|| rt.install(|| bomb_tree(6, &ledger))),
+            Caught::Bomb
+        );
         ledger.assert_all_dropped_once();
         assert_works(&rt);
     }
@@ -533,7 +539,13 @@ fn par_iter_closures_panic_with_bombs() {
         let got = caught(|| {
             rt.install(|| {
                 v.par_iter()
-                    .map(|&i| if i % 3 == 0 { ledger.throw() } else { u64::from(i) })
+                    .map(|&i| {
+                        if i % 3 == 0 {
+                            ledger.throw()
+                        } else {
+                            u64::from(i)
+                        }
+                    })
                     .sum::<u64>()
             })
         });

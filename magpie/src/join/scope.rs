@@ -47,8 +47,11 @@ impl std::fmt::Debug for Scope<'_> {
 /// # Panics
 ///
 /// If `op` or any spawned job panics, the panic is resumed once every spawned job has
-/// finished. `op`'s own panic wins; otherwise the first spawned job's panic is resumed and the
-/// others are dropped.
+/// finished. `op`'s own panic wins; otherwise the first spawned job's panic is resumed. The
+/// payloads that lose are dropped, and so is `op`'s value when a spawned job panicked; a panic
+/// raised by those drops (a value or payload whose `Drop` panics) is caught and discarded, so
+/// it never replaces the panic resumed here and never aborts the process. The resumed payload
+/// itself reaches the caller untouched; what its own destructor does is the caller's affair.
 ///
 /// # Examples
 ///
@@ -108,13 +111,19 @@ where
     unsafe { CountLatch::decrement(&scope.latch) };
     worker.wait_until(scope.latch.as_spin());
 
-    let spawned_panic = scope.take_panic();
-    match result {
-        Err(payload) => unwind::resume_unwinding(payload),
-        Ok(value) => match spawned_panic {
-            Some(payload) => unwind::resume_unwinding(payload),
-            None => value,
-        },
+    // What loses is dropped quietly: its destructor's panic must neither replace the panic
+    // resumed here nor, raised while that one unwinds, abort the process.
+    match (result, scope.take_panic()) {
+        (Ok(value), None) => value,
+        // The body's panic wins over a spawn's.
+        (Err(payload), spawned) => {
+            unwind::drop_quietly(spawned);
+            unwind::resume_unwinding(payload)
+        }
+        (Ok(value), Some(payload)) => {
+            unwind::drop_quietly(value);
+            unwind::resume_unwinding(payload)
+        }
     }
 }
 
@@ -154,6 +163,8 @@ impl<'scope> Scope<'scope> {
             // SAFETY: the scope outlives every job spawned in it: `scope_on_worker` waits for
             // the latch, which this job releases only below, as its last act.
             let this = unsafe { &*scope.0 };
+            // Nothing between the body and the decrement can unwind: the body's panic is
+            // caught, and `record_panic` drops a losing payload quietly.
             if let Err(payload) = unwind::halt_unwinding(|| body(this)) {
                 this.record_panic(payload);
             }
@@ -172,6 +183,8 @@ impl<'scope> Scope<'scope> {
         }
     }
 
+    /// Keeps the first spawned job's panic; drops later ones quietly. Never unwinds: the
+    /// spawned job still has to release its count.
     fn record_panic(&self, payload: Payload) {
         let boxed = Box::into_raw(Box::new(payload));
         // AcqRel: Release publishes the payload to `take_panic`'s Acquire swap.
@@ -181,7 +194,7 @@ impl<'scope> Scope<'scope> {
             .is_err()
         {
             // SAFETY: `boxed` was never shared; a panic was already recorded.
-            drop(unsafe { Box::from_raw(boxed) });
+            unwind::drop_payload(*unsafe { Box::from_raw(boxed) });
         }
     }
 
@@ -196,8 +209,11 @@ impl<'scope> Scope<'scope> {
 
 impl Drop for Scope<'_> {
     fn drop(&mut self) {
-        // A payload nobody took (only if resuming another panic unwound past `take_panic`).
-        drop(self.take_panic());
+        // A payload nobody took: none in practice, since nothing between the wait and
+        // `take_panic` in `scope_on_worker` unwinds; dropped quietly all the same.
+        if let Some(payload) = self.take_panic() {
+            unwind::drop_payload(payload);
+        }
     }
 }
 
