@@ -44,15 +44,58 @@ mod imp {
     const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
     const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
-    fn membarrier(cmd: libc::c_long) -> libc::c_long {
+    /// The system call: its non-negative result, or the `errno` it failed with.
+    fn membarrier(cmd: libc::c_long) -> Result<libc::c_long, std::io::Error> {
+        #[cfg(debug_assertions)]
+        if let Some(result) = fail_injection::intercept(cmd) {
+            return result;
+        }
         // SAFETY: membarrier takes two integer arguments and touches no memory of ours.
-        unsafe {
+        let result = unsafe {
             libc::syscall(
                 libc::SYS_membarrier,
                 cmd,
                 0 as libc::c_long,
                 0 as libc::c_long,
             )
+        };
+        if result < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(result)
+        }
+    }
+
+    /// Failure injection, in debug builds only, for `tests/membarrier_failure.rs`: with
+    /// `MAGPIE_TEST_FAIL_MEMBARRIER` set in the environment when the first runtime is built,
+    /// the process behaves as if registration succeeded (whatever the kernel offers) and
+    /// every barrier command then fails with `ENOMEM`, as it can after registration.
+    #[cfg(debug_assertions)]
+    mod fail_injection {
+        use super::*;
+        use std::sync::atomic::AtomicBool;
+
+        /// Set by `arm`, in `init`: before any worker exists, like `MODE` (hence Relaxed).
+        static ARMED: AtomicBool = AtomicBool::new(false);
+
+        pub(super) fn arm() {
+            if std::env::var_os("MAGPIE_TEST_FAIL_MEMBARRIER").is_some() {
+                ARMED.store(true, Relaxed);
+            }
+        }
+
+        /// The injected result of command `cmd`, if failures are injected.
+        pub(super) fn intercept(cmd: libc::c_long) -> Option<Result<libc::c_long, std::io::Error>> {
+            if !ARMED.load(Relaxed) {
+                return None;
+            }
+            Some(match cmd {
+                MEMBARRIER_CMD_QUERY => Ok(
+                    MEMBARRIER_CMD_PRIVATE_EXPEDITED | MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED
+                ),
+                MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED => Ok(0),
+                _ => Err(std::io::Error::from_raw_os_error(libc::ENOMEM)),
+            })
         }
     }
 
@@ -64,12 +107,11 @@ mod imp {
             MODE.store(SYMMETRIC, Relaxed);
             return;
         }
-        let supported = membarrier(MEMBARRIER_CMD_QUERY);
+        #[cfg(debug_assertions)]
+        fail_injection::arm();
         let wanted = MEMBARRIER_CMD_PRIVATE_EXPEDITED | MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
-        let mode = if supported >= 0
-            && supported & wanted == wanted
-            && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
-        {
+        let supported = membarrier(MEMBARRIER_CMD_QUERY).is_ok_and(|cmds| cmds & wanted == wanted);
+        let mode = if supported && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED).is_ok() {
             ASYMMETRIC
         } else {
             SYMMETRIC
@@ -96,7 +138,7 @@ mod imp {
         // harmlessly: then no light barrier can have been compiler-only.
         if MODE.load(Relaxed) != SYMMETRIC {
             // Returns after every running thread of the process passed a full barrier.
-            membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+            let _ = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
         }
         fence(SeqCst);
     }
