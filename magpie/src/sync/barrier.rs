@@ -20,7 +20,11 @@
 //!
 //! Where `membarrier` is unavailable (not Linux, an old kernel, a seccomp filter, loom or
 //! shuttle), both sides are `fence(SeqCst)`: the classic symmetric algorithm, which is what
-//! the loom models check. (Shuttle runs every thread on one OS thread and treats every
+//! the loom models check. The choice is made once, before any worker exists. Should the
+//! heavy side's call fail after that (`ENOMEM`, a seccomp filter installed later), the
+//! process aborts with a message: the light barriers already passed were compiler-only, so
+//! no later switch of mode could order them, and an owner and a thief could both take the
+//! last job of a deque. (Shuttle runs every thread on one OS thread and treats every
 //! atomic as SeqCst; its fences are no-ops in its model, which is sound for this algorithm.)
 
 use super::atomic::*;
@@ -134,13 +138,40 @@ mod imp {
     pub(crate) fn heavy() {
         // Anything but a settled SYMMETRIC: a thread may still read UNKNOWN here after another
         // thread already read ASYMMETRIC and used a compiler-only light barrier, so only
-        // SYMMETRIC lets us skip the call. Before registration the call fails with EPERM,
-        // harmlessly: then no light barrier can have been compiler-only.
-        if MODE.load(Relaxed) != SYMMETRIC {
+        // SYMMETRIC lets us skip the call.
+        let mode = MODE.load(Relaxed);
+        if mode != SYMMETRIC {
             // Returns after every running thread of the process passed a full barrier.
-            let _ = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+            if let Err(error) = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) {
+                // Read UNKNOWN: registration has not happened (the call fails with EPERM),
+                // so no light barrier can have been compiler-only yet, and the fence below
+                // is enough. Read ASYMMETRIC: light barriers are compiler-only, and without
+                // this call nothing orders them against us.
+                if mode == ASYMMETRIC {
+                    membarrier_failed(&error);
+                }
+            }
         }
         fence(SeqCst);
+    }
+
+    /// The heavy barrier failed after registration (`ENOMEM`, a seccomp filter installed
+    /// since): abort. Falling back to the symmetric mode now would not help: light barriers
+    /// already passed as compiler fences may be racing this very call, and an owner and a
+    /// thief could both take the last job of a deque.
+    #[cold]
+    #[inline(never)]
+    fn membarrier_failed(error: &std::io::Error) -> ! {
+        use std::io::Write;
+        // Not `eprintln!`, which panics if stderr is closed; we are aborting either way.
+        let _ = writeln!(
+            std::io::stderr(),
+            "magpie: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed after the process \
+             registered for it ({error}); the work-stealing deque and the sleep protocol \
+             rely on it for memory ordering, so continuing could run a job twice or lose a \
+             wakeup; aborting (MAGPIE_SYMMETRIC_FENCES=1 runs without membarrier)"
+        );
+        std::process::abort()
     }
 }
 
