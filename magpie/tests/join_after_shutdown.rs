@@ -122,10 +122,13 @@ fn fork_join_after_the_workers_exited_panics_and_the_drop_returns() {
         rt.install(|| {
             ON_THREAD_EXIT.with(|slot| *slot.borrow_mut() = Some(SignalOnDrop(gone_tx)));
         });
+        let (started_tx, started_rx) = mpsc::channel();
         let late = rt.spawn_blocking(move || {
+            started_tx.send(()).unwrap();
             gone_rx.recv().unwrap();
             make(call)
         });
+        started_rx.recv().unwrap();
         drop(rt);
         let outcome = late.join().expect("the blocking closure itself panicked");
         match outcome {
@@ -149,10 +152,14 @@ fn fork_join_racing_the_workers_exit_runs_or_panics_and_the_drop_returns() {
         );
         let rt = runtime(1 + round % 3);
         let begun = signal_when_shutdown_begins(&rt);
+        // Running before the drop begins: queued blocking closures are cancelled instead.
+        let (started_tx, started_rx) = mpsc::channel();
         let late = rt.spawn_blocking(move || {
+            started_tx.send(()).unwrap();
             begun.recv().unwrap();
             make(call)
         });
+        started_rx.recv().unwrap();
         drop(rt);
         match late.join().expect("the blocking closure itself panicked") {
             Ok(()) => ran += 1,

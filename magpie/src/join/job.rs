@@ -214,6 +214,19 @@ where
         JobRef(unsafe { NonNull::new_unchecked(Box::into_raw(job).cast::<JobHeader>()) })
     }
 
+    /// Takes back the closure of a job that was never executed (a queue refused it), and
+    /// frees the job.
+    ///
+    /// # Safety
+    ///
+    /// `job` must come from [`HeapJob::into_job_ref`] for this `F`, and must not have been
+    /// executed; it must not be executed afterwards.
+    pub(crate) unsafe fn into_func(job: JobRef) -> F {
+        // SAFETY: as in `execute` (caller's contract); this takes the place of the execution.
+        let job = unsafe { Box::from_raw(job.0.cast::<Self>().as_ptr()) };
+        job.func
+    }
+
     unsafe fn execute(this: NonNull<JobHeader>) {
         // SAFETY: `this` came from `Box::into_raw` of a `HeapJob<F>` whose header is at
         // offset 0 (`#[repr(C)]`), and is executed once (`into_job_ref`'s contract).

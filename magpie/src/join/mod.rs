@@ -41,6 +41,10 @@ use latch::SpinLatch;
 /// resumed here, and never aborts the process. The resumed payload itself reaches the caller
 /// untouched; what its own destructor does is the caller's affair.
 ///
+/// Called from outside the pool (a blocking closure still running while its runtime drops)
+/// on a runtime whose workers have all exited, `join` panics with "the runtime has shut
+/// down" instead of waiting for work nobody would run.
+///
 /// # Blocking
 ///
 /// Both halves may run on the same thread, one after the other, so `a` must not wait for

@@ -5,7 +5,7 @@ use std::ptr;
 
 use super::job::HeapJob;
 use super::latch::CountLatch;
-use crate::runtime::registry::Registry;
+use crate::runtime::registry::{refused_after_shutdown, Registry};
 use crate::runtime::worker::WorkerThread;
 use crate::sync::atomic::*;
 use crate::sync::AtomicPtr;
@@ -52,6 +52,10 @@ impl std::fmt::Debug for Scope<'_> {
 /// raised by those drops (a value or payload whose `Drop` panics) is caught and discarded, so
 /// it never replaces the panic resumed here and never aborts the process. The resumed payload
 /// itself reaches the caller untouched; what its own destructor does is the caller's affair.
+///
+/// Called from outside the pool (a blocking closure still running while its runtime drops)
+/// on a runtime whose workers have all exited, `scope` panics with "the runtime has shut
+/// down" instead of waiting for work nobody would run.
 ///
 /// # Examples
 ///
@@ -171,15 +175,36 @@ impl<'scope> Scope<'scope> {
             // SAFETY: as above; after this call the job touches the scope no more.
             unsafe { CountLatch::decrement(&this.latch) };
         };
+        self.queue(run);
+    }
+
+    /// Queues a spawned job, `run`, which holds one count of the latch.
+    fn queue<F: FnOnce() + Send>(&self, run: F) {
         // SAFETY: the job is executed exactly once (it is pushed to exactly one queue, and
         // queues hand each job to one taker) and before the scope, and so anything `body`
-        // borrows for `'scope`, goes away (the scope waits for its count to reach zero).
+        // borrows for `'scope`, goes away (the scope waits for its count to reach zero). If
+        // the inject queue refuses it, it is taken back below, unexecuted.
         let job = unsafe { HeapJob::into_job_ref(run) };
         // SAFETY: a non-null current worker is live during this call.
         match unsafe { WorkerThread::current().as_ref() } {
             Some(worker) if ptr::eq(worker.registry(), self.registry) => worker.push(job),
             // SAFETY: the registry outlives the scope (see the type's SAFETY note).
-            _ => unsafe { (*self.registry).inject(job) },
+            _ => match unsafe { (*self.registry).inject(job) } {
+                Ok(()) => {}
+                // A thread outside the pool spawned while the scope's owner runs as a
+                // late job of a runtime whose other workers exited: nobody else will run it.
+                Err(refused) => {
+                    // SAFETY: `refused` is the reference `into_job_ref` made for this `F`,
+                    // never executed; we take its box back.
+                    let run = unsafe { HeapJob::<F>::into_func(refused) };
+                    // Quietly: the refusal is the panic to see.
+                    unwind::drop_quietly(run);
+                    // SAFETY: gives back the count `run` held; the scope is live, since the
+                    // caller holds another count (the body's, or a running spawn's).
+                    unsafe { CountLatch::decrement(&self.latch) };
+                    refused_after_shutdown();
+                }
+            },
         }
     }
 

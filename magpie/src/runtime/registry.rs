@@ -20,6 +20,7 @@ use crate::task::owned::OwnedTasks;
 use crate::task::raw::{Header, RawTask};
 use crate::task::JoinHandle;
 use crate::time::driver::{Driver, Rearm};
+use crate::util::unwind;
 use crate::util::CachePadded;
 use std::sync::Arc;
 
@@ -220,12 +221,33 @@ impl Registry {
         }
     }
 
-    /// A worker thread is exiting. The last one closes the task inject queue and cancels
-    /// what is left in it (tasks woken from outside while the workers wound down).
-    pub(crate) fn worker_exited(&self) {
+    /// A worker is leaving its main loop for good; this thread is still `worker`'s, so
+    /// jobs can run on it. Returns whether it is the last worker out (for `worker_exited`).
+    ///
+    /// The last one out closes the job inject queue and runs the jobs still in it: work
+    /// injected from outside (a blocking closure's `join`, `scope` or `install`) after the
+    /// other workers had stopped looking. Its caller waits for it, so it must run; from now
+    /// on `inject` refuses jobs, and their callers panic (`refused_after_shutdown`) instead
+    /// of waiting forever. Such a job may fork: it runs on this worker, whose deque is empty
+    /// and which nobody steals from any more, so everything it pushes comes back to it.
+    pub(crate) fn worker_exiting(&self, worker: &WorkerThread) -> bool {
         // AcqRel: the last one out sees every other worker's pushes (each decrements after
         // its last push).
-        if self.workers_alive.fetch_sub(1, AcqRel) == 1 {
+        if self.workers_alive.fetch_sub(1, AcqRel) != 1 {
+            return false;
+        }
+        // The lock inside `close` orders every push before it, and refuses every one after.
+        for job in self.inject.close() {
+            worker.execute(job);
+        }
+        true
+    }
+
+    /// A worker thread has exited (it no longer runs as a worker). The last one (`last`,
+    /// from `worker_exiting`) closes the task inject queue and the mailboxes, and cancels
+    /// what is left in them (tasks woken from outside while the workers wound down).
+    pub(crate) fn worker_exited(&self, last: bool) {
+        if last {
             for ptr in self.task_inject.close() {
                 // SAFETY: the queue held this Notified (see `push_remote`).
                 unsafe { Task::from_header(ptr) }.shutdown();
@@ -249,12 +271,13 @@ impl Registry {
         }
     }
 
-    /// Queues a job from outside the pool and wakes a worker for it.
-    pub(crate) fn inject(&self, job: JobRef) {
-        if self.inject.push(job).is_err() {
-            unreachable!("the job inject queue is never closed");
-        }
+    /// Queues a job from outside the pool and wakes a worker for it. Gives the job back if
+    /// every worker has exited (the last one closed the queue, see `worker_exiting`): the
+    /// caller still owns it, and reports [`refused_after_shutdown`].
+    pub(crate) fn inject(&self, job: JobRef) -> Result<(), JobRef> {
+        self.inject.push(job)?;
         self.sleep.notify_work();
+        Ok(())
     }
 
     /// Queues a task from a thread that is not one of this runtime's workers.
@@ -475,7 +498,12 @@ impl Registry {
             },
             LockLatch::new(),
         );
-        self.inject(job.as_job_ref());
+        if self.inject(job.as_job_ref()).is_err() {
+            // Refused, so never shared: `op` is dropped here, unrun. Quietly: the panic to
+            // see is the refusal.
+            unwind::drop_quietly(job);
+            refused_after_shutdown();
+        }
         job.latch.wait();
         // SAFETY: the latch was observed set by `wait` (under its mutex).
         unsafe { job.into_result() }
@@ -493,6 +521,18 @@ impl Registry {
             None => self.in_worker_cold(op),
         })
     }
+}
+
+/// Fork-join work reached a runtime whose workers have all exited (a blocking closure that
+/// runs while the runtime drops, calling `join`, `scope` or `install` on it): nobody can run
+/// it, and waiting would hang the caller and the runtime's drop.
+#[cold]
+#[inline(never)]
+pub(crate) fn refused_after_shutdown() -> ! {
+    panic!(
+        "magpie: the runtime has shut down: its workers have exited, so it cannot run this \
+         `join`, `scope` or `install`"
+    )
 }
 
 impl Schedule for Arc<Registry> {
