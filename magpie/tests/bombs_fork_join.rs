@@ -21,6 +21,7 @@
 mod common;
 
 use std::any::Any;
+use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
@@ -140,7 +141,12 @@ impl Deadline {
         let (tx, rx) = mpsc::channel::<()>();
         std::thread::spawn(move || {
             if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                eprintln!("deadline: {what} still running after {limit:?}; aborting");
+                // Straight to stderr: the test harness would capture `eprintln!` and lose it
+                // in the abort.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "deadline: {what} still running after {limit:?}; aborting"
+                );
                 std::process::abort();
             }
         });

@@ -11,6 +11,7 @@ mod common;
 
 use std::any::Any;
 use std::cell::RefCell;
+use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -29,7 +30,12 @@ impl Deadline {
         let (tx, rx) = mpsc::channel::<()>();
         std::thread::spawn(move || {
             if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                eprintln!("deadline: {what} still running after {limit:?}; aborting");
+                // Straight to stderr: the test harness would capture `eprintln!` and lose it
+                // in the abort.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "deadline: {what} still running after {limit:?}; aborting"
+                );
                 std::process::abort();
             }
         });
