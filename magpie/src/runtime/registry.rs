@@ -5,7 +5,7 @@
 use std::ptr::{self, NonNull};
 
 use crate::join::job::{JobHeader, JobRef, StackJob};
-use crate::join::latch::LockLatch;
+use crate::join::latch::{CrossLatch, LockLatch};
 use crate::queue::chase_lev::Stealer;
 use crate::queue::inject::Inject;
 use crate::queue::lifo::LifoSlot;
@@ -509,17 +509,55 @@ impl Registry {
         unsafe { job.into_result() }
     }
 
-    /// Runs `op` on a worker of this registry: right here if the current thread is one,
-    /// otherwise by injecting it and blocking.
+    /// Runs `op` on a worker of this registry from `current`, a worker of another runtime,
+    /// and waits until it is done. `op`'s panic is resumed here.
+    ///
+    /// `current` does not block meanwhile: it waits as in a `join` whose other half was
+    /// stolen, running its own pool's jobs, and parks only when there are none; the latch
+    /// wakes it. Blocking would deadlock installs that alternate between two runtimes deeper
+    /// than a pool has workers (`r2.install(|| r1.install(|| r2.install(..)))`): each
+    /// waiting worker would be one its own pool needs for the next level back.
+    #[cold]
+    fn in_worker_cross<OP, R>(&self, current: &WorkerThread, op: OP) -> R
+    where
+        OP: FnOnce(&WorkerThread) -> R + Send,
+        R: Send,
+    {
+        debug_assert!(!ptr::eq(current.registry(), self));
+        let job = StackJob::new(
+            || {
+                let worker = WorkerThread::current();
+                // SAFETY: as in `in_worker_cold`.
+                let worker = unsafe { worker.as_ref() }.expect("injected job ran off a worker");
+                op(worker)
+            },
+            CrossLatch::new(current),
+        );
+        if self.inject(job.as_job_ref()).is_err() {
+            // As in `in_worker_cold`.
+            unwind::drop_quietly(job);
+            refused_after_shutdown();
+        }
+        current.wait_until(job.latch.as_spin());
+        // SAFETY: `wait_until` returned, so the latch was probed set on this thread.
+        unsafe { job.into_result() }
+    }
+
+    /// Runs `op` on a worker of this registry: right here if the current thread is one;
+    /// from a worker of another runtime, by injecting it and running that worker's own jobs
+    /// meanwhile; from any other thread, by injecting it and blocking.
     pub(crate) fn in_worker<OP, R>(&self, op: OP) -> R
     where
         OP: FnOnce(&WorkerThread) -> R + Send,
         R: Send,
     {
-        self.with_own_worker(|worker| match worker {
-            Some(worker) => op(worker),
+        // SAFETY: a non-null current worker is live while its thread runs work, which
+        // includes this whole call.
+        match unsafe { WorkerThread::current().as_ref() } {
+            Some(worker) if ptr::eq(worker.registry(), self) => op(worker),
+            Some(worker) => self.in_worker_cross(worker, op),
             None => self.in_worker_cold(op),
-        })
+        }
     }
 }
 
