@@ -21,12 +21,12 @@
 mod common;
 
 use std::any::Any;
-use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::deadline::Deadline;
 use common::runtime;
 use magpie::prelude::*;
 use magpie::Runtime;
@@ -130,34 +130,6 @@ fn message(text: &str) -> Caught {
 fn assert_works(rt: &Runtime) {
     assert_eq!(rt.install(|| magpie::join(|| 1, || 2)), (1, 2));
     assert_eq!(rt.install(|| common::fib(15)), 610);
-}
-
-/// Aborts the process with `what` if dropped no sooner than `limit` after it was made: a
-/// test that would hang fails instead (the stolen-half tests below wait for a steal).
-struct Deadline(Option<mpsc::Sender<()>>);
-
-impl Deadline {
-    fn new(what: &'static str, limit: Duration) -> Deadline {
-        let (tx, rx) = mpsc::channel::<()>();
-        std::thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                // Straight to stderr: the test harness would capture `eprintln!` and lose it
-                // in the abort.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "deadline: {what} still running after {limit:?}; aborting"
-                );
-                std::process::abort();
-            }
-        });
-        Deadline(Some(tx))
-    }
-}
-
-impl Drop for Deadline {
-    fn drop(&mut self) {
-        drop(self.0.take());
-    }
 }
 
 /// `f` inside `depth` joins nested in first position, each with a no-op second half: past

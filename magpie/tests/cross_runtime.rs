@@ -8,40 +8,13 @@
 
 mod common;
 
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::deadline::Deadline;
 use common::{fib, fib_sequential, panic_message, runtime};
 use magpie::Runtime;
-
-/// Aborts the process with `what` unless dropped within `limit`: a deadlock fails the test.
-struct Deadline(Option<mpsc::Sender<()>>);
-
-impl Deadline {
-    fn new(what: &'static str, limit: Duration) -> Deadline {
-        let (tx, rx) = mpsc::channel::<()>();
-        std::thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                // Straight to stderr: the test harness would capture `eprintln!` and lose it
-                // in the abort.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "deadline: {what} still running after {limit:?}; aborting"
-                );
-                std::process::abort();
-            }
-        });
-        Deadline(Some(tx))
-    }
-}
-
-impl Drop for Deadline {
-    fn drop(&mut self) {
-        drop(self.0.take());
-    }
-}
 
 /// `depth` levels of `install`, alternating between the two runtimes (starting with
 /// `rts[depth % 2]`), each level a `join` whose first half goes one level deeper and whose

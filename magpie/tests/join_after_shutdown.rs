@@ -11,43 +11,16 @@ mod common;
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use common::deadline::Deadline;
 use common::runtime;
 use magpie::Runtime;
 
 /// The panic message of fork-join work refused by a runtime whose workers have exited.
 const SHUT_DOWN: &str = "the runtime has shut down";
-
-/// Aborts the process with `what` unless dropped within `limit`: a hang fails the test.
-struct Deadline(Option<mpsc::Sender<()>>);
-
-impl Deadline {
-    fn new(what: &'static str, limit: Duration) -> Deadline {
-        let (tx, rx) = mpsc::channel::<()>();
-        std::thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                // Straight to stderr: the test harness would capture `eprintln!` and lose it
-                // in the abort.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "deadline: {what} still running after {limit:?}; aborting"
-                );
-                std::process::abort();
-            }
-        });
-        Deadline(Some(tx))
-    }
-}
-
-impl Drop for Deadline {
-    fn drop(&mut self) {
-        drop(self.0.take());
-    }
-}
 
 /// Sends on its channel when dropped.
 struct SignalOnDrop(mpsc::Sender<()>);
