@@ -138,6 +138,12 @@ impl<'scope> Scope<'scope> {
     /// worker (LIFO for this worker, stealable by the others), or on the runtime's inject
     /// queue when called from a thread outside the pool.
     ///
+    /// # Panics
+    ///
+    /// From a thread outside the pool, if the runtime's workers have all exited (the scope
+    /// then runs as work that reached the runtime while it shut down): "the runtime has shut
+    /// down". `body` is dropped unrun.
+    ///
     /// # Examples
     ///
     /// ```
