@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 
 use super::latch::Latch;
 use crate::sync::UnsafeCell;
-use crate::util::unwind::{self, Payload};
+use crate::util::unwind::{self, AbortIfPanic, Payload};
 
 /// The first field of every job.
 #[derive(Debug)]
@@ -67,9 +67,17 @@ pub(crate) enum JobResult<T> {
 impl<T> JobResult<T> {
     /// The value, or the job's panic resumed on this thread.
     pub(crate) fn into_return_value(self) -> T {
+        match self.into_outcome() {
+            Ok(value) => value,
+            Err(payload) => unwind::resume_unwinding(payload),
+        }
+    }
+
+    /// The value, or the job's panic payload.
+    pub(crate) fn into_outcome(self) -> Result<T, Payload> {
         match self {
-            JobResult::Ok(value) => value,
-            JobResult::Panic(payload) => unwind::resume_unwinding(payload),
+            JobResult::Ok(value) => Ok(value),
+            JobResult::Panic(payload) => Err(payload),
             JobResult::None => unreachable!("job result read before the job ran"),
         }
     }
@@ -172,7 +180,7 @@ where
 }
 
 /// A job on the heap, for fire-and-forget work whose completion is tracked elsewhere (a
-/// scope's counter). Its closure must catch its own panics.
+/// scope's counter). Its closure must catch its own panics (the process aborts otherwise).
 #[repr(C)]
 pub(crate) struct HeapJob<F> {
     header: JobHeader,
@@ -206,10 +214,29 @@ where
         JobRef(unsafe { NonNull::new_unchecked(Box::into_raw(job).cast::<JobHeader>()) })
     }
 
+    /// Takes back the closure of a job that was never executed (a queue refused it), and
+    /// frees the job.
+    ///
+    /// # Safety
+    ///
+    /// `job` must come from [`HeapJob::into_job_ref`] for this `F`, and must not have been
+    /// executed; it must not be executed afterwards.
+    pub(crate) unsafe fn into_func(job: JobRef) -> F {
+        // SAFETY: as in `execute` (caller's contract); this takes the place of the execution.
+        let job = unsafe { Box::from_raw(job.0.cast::<Self>().as_ptr()) };
+        job.func
+    }
+
     unsafe fn execute(this: NonNull<JobHeader>) {
         // SAFETY: `this` came from `Box::into_raw` of a `HeapJob<F>` whose header is at
         // offset 0 (`#[repr(C)]`), and is executed once (`into_job_ref`'s contract).
         let job = unsafe { Box::from_raw(this.cast::<Self>().as_ptr()) };
+        // The closure catches its users' panics and then releases whoever waits for it (a
+        // scope's count). A panic escaping it anyway would skip that release and unwind
+        // through the frame that runs this job, maybe a `join` whose stolen half still points
+        // into it: abort instead.
+        let guard = AbortIfPanic;
         (job.func)();
+        std::mem::forget(guard);
     }
 }

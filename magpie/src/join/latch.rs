@@ -12,10 +12,16 @@
 //!   The setter's swap to SET and the waiter's CAS to SLEEPING are RMWs on one word, so
 //!   exactly one order happens: either the waiter's CAS fails (it sees SET and never parks) or
 //!   the setter sees SLEEPING and hands the waiter a token, which a later park cannot miss.
+//! * [`CrossLatch`]: a [`SpinLatch`] set by a worker of *another* runtime (`install` from a
+//!   worker of one runtime onto another), which keeps the waiter's registry alive while it
+//!   wakes the waiter.
 //! * [`LockLatch`]: waited on by a thread outside the pool, with a mutex and condvar.
 //! * [`CountLatch`]: a [`SpinLatch`] set when a counter drops to zero (scopes).
 
+use std::sync::Arc;
+
 use crate::runtime::registry::Registry;
+use crate::runtime::worker::WorkerThread;
 use crate::sync::atomic::*;
 use crate::sync::{lock, AtomicUsize, Condvar, Mutex};
 
@@ -38,7 +44,8 @@ const SET: usize = 2;
 ///
 /// Holds the registry as a raw pointer: the latch lives inside a job or scope created on
 /// worker `owner`, which keeps its registry alive (through its `Arc`) until it stops waiting,
-/// and every setter is a worker of the same registry.
+/// and every setter is a worker of the same registry (a setter from another runtime goes
+/// through [`CrossLatch`]).
 #[derive(Debug)]
 pub(crate) struct SpinLatch {
     state: AtomicUsize,
@@ -100,6 +107,46 @@ impl Latch for SpinLatch {
             // SAFETY: the registry is kept alive by the running worker (see above).
             unsafe { (*registry).sleep.wake_worker(owner) };
         }
+    }
+}
+
+/// A latch waited on by a worker of one runtime and set by a worker of another: the job is an
+/// `install` on the other runtime, and the waiter keeps running its own pool's jobs
+/// meanwhile (`WorkerThread::wait_until`), as in a `join`.
+///
+/// [`SpinLatch::set`] wakes the waiter through its registry after the swap, trusting that the
+/// setter, a worker of that registry, keeps it alive. Here the setter belongs to another
+/// runtime: once the waiter sees the latch set it may return, its runtime may be dropped, and
+/// its worker exit, all before the setter's wake. So the latch holds a handle to the waiter's
+/// registry, and the setter takes its own before the swap.
+#[derive(Debug)]
+pub(crate) struct CrossLatch {
+    latch: SpinLatch,
+    registry: Arc<Registry>,
+}
+
+impl CrossLatch {
+    /// A latch that `waiter` will wait on.
+    pub(crate) fn new(waiter: &WorkerThread) -> CrossLatch {
+        CrossLatch {
+            latch: SpinLatch::new(waiter.registry(), waiter.index()),
+            registry: waiter.registry_arc().clone(),
+        }
+    }
+
+    pub(crate) fn as_spin(&self) -> &SpinLatch {
+        &self.latch
+    }
+}
+
+impl Latch for CrossLatch {
+    unsafe fn set(this: *const Self) {
+        // SAFETY: `this` is live until the swap inside `SpinLatch::set` (trait contract).
+        let registry = unsafe { Arc::clone(&(*this).registry) };
+        // SAFETY: as above, `SpinLatch::set` does not touch the latch after its swap; the
+        // registry it wakes the waiter through afterwards lives as long as `registry`.
+        unsafe { SpinLatch::set(std::ptr::addr_of!((*this).latch)) };
+        drop(registry);
     }
 }
 

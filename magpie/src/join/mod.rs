@@ -17,7 +17,7 @@ mod scope;
 pub use scope::{scope, Scope};
 
 use crate::runtime::worker::WorkerThread;
-use crate::util::unwind;
+use crate::util::unwind::{self, Payload};
 use job::StackJob;
 use latch::SpinLatch;
 
@@ -35,7 +35,15 @@ use latch::SpinLatch;
 /// # Panics
 ///
 /// If `a` or `b` panics, the panic is resumed after *both* have finished, so neither half is
-/// left running with borrowed data. If both panic, `a`'s payload is the one resumed.
+/// left running with borrowed data. If both panic, `a`'s payload is the one resumed and `b`'s
+/// is dropped; if one panics, the other's result is dropped. A panic raised by those drops (a
+/// value or payload whose `Drop` panics) is caught and discarded: it never replaces the panic
+/// resumed here, and never aborts the process. The resumed payload itself reaches the caller
+/// untouched; what its own destructor does is the caller's affair.
+///
+/// Called from outside the pool (a blocking closure still running while its runtime drops)
+/// on a runtime whose workers have all exited, `join` panics with "the runtime has shut
+/// down" instead of waiting for work nobody would run.
 ///
 /// # Blocking
 ///
@@ -124,14 +132,9 @@ where
     A: FnOnce() -> RA,
     B: FnOnce() -> RB,
 {
-    let ra = match unwind::halt_unwinding(a) {
-        Ok(ra) => ra,
-        Err(payload) => {
-            let _ = unwind::halt_unwinding(b);
-            unwind::resume_unwinding(payload)
-        }
-    };
-    (ra, b())
+    let ra = unwind::halt_unwinding(a);
+    let rb = unwind::halt_unwinding(b);
+    join_outcomes(ra, rb)
 }
 
 /// `b` becomes a job on this worker's deque, where any idle worker can steal it.
@@ -159,16 +162,10 @@ where
     while let Some(job) = worker.pop() {
         if job == job_b_ref {
             worker.count_job();
-            return match result_a {
-                // SAFETY: `job_b_ref` is back in our hands: no other thread can run it.
-                Ok(ra) => (ra, unsafe { job_b.run_inline() }),
-                Err(payload) => {
-                    // `b` must still run; `a`'s panic wins over `b`'s.
-                    // SAFETY: as above.
-                    let _ = unwind::halt_unwinding(|| unsafe { job_b.run_inline() });
-                    unwind::resume_unwinding(payload)
-                }
-            };
+            // `b` runs even if `a` panicked.
+            // SAFETY: `job_b_ref` is back in our hands: no other thread can run it.
+            let result_b = unwind::halt_unwinding(|| unsafe { job_b.run_inline() });
+            return join_outcomes(result_a, result_b);
         }
         // A scope spawn pushed while `a` ran (see above).
         worker.execute(job);
@@ -176,9 +173,25 @@ where
 
     worker.wait_until(&job_b.latch);
     // SAFETY: `wait_until` returned, so the latch was probed set on this thread.
-    let result_b = unsafe { job_b.take_result() };
-    match result_a {
-        Ok(ra) => (ra, result_b.into_return_value()),
-        Err(payload) => unwind::resume_unwinding(payload),
+    let result_b = unsafe { job_b.take_result() }.into_outcome();
+    join_outcomes(result_a, result_b)
+}
+
+/// `join`'s answer from the outcomes of both halves: both values, or the panic to resume,
+/// `a`'s if both panicked. What is thrown away (the other half's value or payload) is dropped
+/// quietly: a destructor that panics there must neither replace the panic being resumed nor,
+/// raised while it unwinds, abort the process.
+#[inline]
+fn join_outcomes<RA, RB>(ra: Result<RA, Payload>, rb: Result<RB, Payload>) -> (RA, RB) {
+    match (ra, rb) {
+        (Ok(ra), Ok(rb)) => (ra, rb),
+        (Err(payload), rb) => {
+            unwind::drop_quietly(rb);
+            unwind::resume_unwinding(payload)
+        }
+        (Ok(ra), Err(payload)) => {
+            unwind::drop_quietly(ra);
+            unwind::resume_unwinding(payload)
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::ptr;
 
 use super::job::HeapJob;
 use super::latch::CountLatch;
-use crate::runtime::registry::Registry;
+use crate::runtime::registry::{refused_after_shutdown, Registry};
 use crate::runtime::worker::WorkerThread;
 use crate::sync::atomic::*;
 use crate::sync::AtomicPtr;
@@ -47,8 +47,15 @@ impl std::fmt::Debug for Scope<'_> {
 /// # Panics
 ///
 /// If `op` or any spawned job panics, the panic is resumed once every spawned job has
-/// finished. `op`'s own panic wins; otherwise the first spawned job's panic is resumed and the
-/// others are dropped.
+/// finished. `op`'s own panic wins; otherwise the first spawned job's panic is resumed. The
+/// payloads that lose are dropped, and so is `op`'s value when a spawned job panicked; a panic
+/// raised by those drops (a value or payload whose `Drop` panics) is caught and discarded, so
+/// it never replaces the panic resumed here and never aborts the process. The resumed payload
+/// itself reaches the caller untouched; what its own destructor does is the caller's affair.
+///
+/// Called from outside the pool (a blocking closure still running while its runtime drops)
+/// on a runtime whose workers have all exited, `scope` panics with "the runtime has shut
+/// down" instead of waiting for work nobody would run.
 ///
 /// # Examples
 ///
@@ -108,13 +115,19 @@ where
     unsafe { CountLatch::decrement(&scope.latch) };
     worker.wait_until(scope.latch.as_spin());
 
-    let spawned_panic = scope.take_panic();
-    match result {
-        Err(payload) => unwind::resume_unwinding(payload),
-        Ok(value) => match spawned_panic {
-            Some(payload) => unwind::resume_unwinding(payload),
-            None => value,
-        },
+    // What loses is dropped quietly: its destructor's panic must neither replace the panic
+    // resumed here nor, raised while that one unwinds, abort the process.
+    match (result, scope.take_panic()) {
+        (Ok(value), None) => value,
+        // The body's panic wins over a spawn's.
+        (Err(payload), spawned) => {
+            unwind::drop_quietly(spawned);
+            unwind::resume_unwinding(payload)
+        }
+        (Ok(value), Some(payload)) => {
+            unwind::drop_quietly(value);
+            unwind::resume_unwinding(payload)
+        }
     }
 }
 
@@ -124,6 +137,12 @@ impl<'scope> Scope<'scope> {
     /// `body` gets the scope back, to spawn more jobs from. It is queued on the calling
     /// worker (LIFO for this worker, stealable by the others), or on the runtime's inject
     /// queue when called from a thread outside the pool.
+    ///
+    /// # Panics
+    ///
+    /// From a thread outside the pool, if the runtime's workers have all exited (the scope
+    /// then runs as work that reached the runtime while it shut down): "the runtime has shut
+    /// down". `body` is dropped unrun.
     ///
     /// # Examples
     ///
@@ -154,24 +173,49 @@ impl<'scope> Scope<'scope> {
             // SAFETY: the scope outlives every job spawned in it: `scope_on_worker` waits for
             // the latch, which this job releases only below, as its last act.
             let this = unsafe { &*scope.0 };
+            // Nothing between the body and the decrement can unwind: the body's panic is
+            // caught, and `record_panic` drops a losing payload quietly.
             if let Err(payload) = unwind::halt_unwinding(|| body(this)) {
                 this.record_panic(payload);
             }
             // SAFETY: as above; after this call the job touches the scope no more.
             unsafe { CountLatch::decrement(&this.latch) };
         };
+        self.queue(run);
+    }
+
+    /// Queues a spawned job, `run`, which holds one count of the latch.
+    fn queue<F: FnOnce() + Send>(&self, run: F) {
         // SAFETY: the job is executed exactly once (it is pushed to exactly one queue, and
         // queues hand each job to one taker) and before the scope, and so anything `body`
-        // borrows for `'scope`, goes away (the scope waits for its count to reach zero).
+        // borrows for `'scope`, goes away (the scope waits for its count to reach zero). If
+        // the inject queue refuses it, it is taken back below, unexecuted.
         let job = unsafe { HeapJob::into_job_ref(run) };
         // SAFETY: a non-null current worker is live during this call.
         match unsafe { WorkerThread::current().as_ref() } {
             Some(worker) if ptr::eq(worker.registry(), self.registry) => worker.push(job),
             // SAFETY: the registry outlives the scope (see the type's SAFETY note).
-            _ => unsafe { (*self.registry).inject(job) },
+            _ => match unsafe { (*self.registry).inject(job) } {
+                Ok(()) => {}
+                // A thread outside the pool spawned while the scope's owner runs as a
+                // late job of a runtime whose other workers exited: nobody else will run it.
+                Err(refused) => {
+                    // SAFETY: `refused` is the reference `into_job_ref` made for this `F`,
+                    // never executed; we take its box back.
+                    let run = unsafe { HeapJob::<F>::into_func(refused) };
+                    // Quietly: the refusal is the panic to see.
+                    unwind::drop_quietly(run);
+                    // SAFETY: gives back the count `run` held; the scope is live, since the
+                    // caller holds another count (the body's, or a running spawn's).
+                    unsafe { CountLatch::decrement(&self.latch) };
+                    refused_after_shutdown();
+                }
+            },
         }
     }
 
+    /// Keeps the first spawned job's panic; drops later ones quietly. Never unwinds: the
+    /// spawned job still has to release its count.
     fn record_panic(&self, payload: Payload) {
         let boxed = Box::into_raw(Box::new(payload));
         // AcqRel: Release publishes the payload to `take_panic`'s Acquire swap.
@@ -181,7 +225,7 @@ impl<'scope> Scope<'scope> {
             .is_err()
         {
             // SAFETY: `boxed` was never shared; a panic was already recorded.
-            drop(unsafe { Box::from_raw(boxed) });
+            unwind::drop_payload(*unsafe { Box::from_raw(boxed) });
         }
     }
 
@@ -196,8 +240,11 @@ impl<'scope> Scope<'scope> {
 
 impl Drop for Scope<'_> {
     fn drop(&mut self) {
-        // A payload nobody took (only if resuming another panic unwound past `take_panic`).
-        drop(self.take_panic());
+        // A payload nobody took: none in practice, since nothing between the wait and
+        // `take_panic` in `scope_on_worker` unwinds; dropped quietly all the same.
+        if let Some(payload) = self.take_panic() {
+            unwind::drop_payload(payload);
+        }
     }
 }
 

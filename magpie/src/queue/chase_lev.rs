@@ -32,6 +32,13 @@
 //! 5. Indices are `isize` and only ever incremented by one per operation: wrapping around
 //!    would take 2^63 operations (centuries), so `bottom - top` is always the true length,
 //!    unlike the 16- and 32-bit ring indices of tokio#5042.
+//! 6. The owner overwrites a slot a thief emptied only after an Acquire read of that
+//!    thief's CAS on `top` (every CAS on `top` is SeqCst, so a Release): every value of
+//!    `top_seen` comes from an Acquire load of `top`, or from the owner's own CAS for the last
+//!    item, Acquire on failure too. `push` trusts `top_seen` to skip reloading `top`, so
+//!    without that edge the owner could reuse slot `t` while the thief that took index `t`
+//!    has not yet read it (in the C++ model, the thief's read could see the new item: the
+//!    old one is lost and the new one run twice).
 
 use std::cell::Cell;
 use std::ptr::NonNull;
@@ -135,8 +142,9 @@ pub(crate) struct Worker<T> {
     inner: Arc<Inner<T>>,
     /// Equal to `inner.bottom` whenever no owner operation is running (invariant 1).
     bottom: Cell<isize>,
-    /// A value `inner.top` had, read with Acquire; `top` only grows (invariant 2), so this is
-    /// a lower bound, and `bottom - top_seen` an upper bound of the length.
+    /// A value `inner.top` had, read with Acquire (invariant 6); `top` only grows
+    /// (invariant 2), so this is a lower bound, and `bottom - top_seen` an upper bound of the
+    /// length.
     top_seen: Cell<isize>,
     /// The live buffer's slots and `capacity - 1`.
     slots: Cell<*const AtomicPtr<T>>,
@@ -300,11 +308,14 @@ impl<T> Worker<T> {
         }
         // The last item: race the thieves for it by advancing `top` ourselves.
         let item = self.slot(b).load(Relaxed);
-        // SeqCst: totally ordered with the thieves' CAS on the same index; Relaxed on
-        // failure since we then take nothing.
+        // SeqCst: totally ordered with the thieves' CAS on the same index. Acquire on
+        // failure: we then read the winning thief's CAS (SeqCst, so Release), and record
+        // `top = t + 1` in `top_seen`, which lets later pushes reuse slot `t` without
+        // loading `top` again. Invariant 6: that reuse must happen after the thief's read
+        // of the slot, and this Acquire is the edge that orders it.
         let won = inner
             .top
-            .compare_exchange(t, t.wrapping_add(1), SeqCst, Relaxed)
+            .compare_exchange(t, t.wrapping_add(1), SeqCst, Acquire)
             .is_ok();
         // Either way the deque is now empty, with top = bottom = t + 1.
         inner.bottom.store(b.wrapping_add(1), Relaxed);

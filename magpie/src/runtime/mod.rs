@@ -238,12 +238,16 @@ impl Runtime {
     ///
     /// Inside `op`, [`join`](crate::join) and [`scope`](crate::scope) use this runtime.
     /// Called from one of this runtime's own workers, `op` simply runs in place. Called from
-    /// any other thread (including a worker of another runtime), the thread blocks until `op`
-    /// is done.
+    /// a worker of another runtime, that worker keeps running its own runtime's fork-join
+    /// jobs until `op` is done (as while waiting in a `join`), so installs may nest across
+    /// runtimes to any depth. Called from any other thread, the thread blocks until `op` is
+    /// done.
     ///
     /// # Panics
     ///
-    /// A panic in `op` is resumed on the calling thread.
+    /// A panic in `op` is resumed on the calling thread. Called from outside this runtime
+    /// after its workers have exited (a blocking closure still running while the runtime
+    /// drops), `install` panics with "the runtime has shut down".
     ///
     /// # Examples
     ///

@@ -5,7 +5,7 @@
 use std::ptr::{self, NonNull};
 
 use crate::join::job::{JobHeader, JobRef, StackJob};
-use crate::join::latch::LockLatch;
+use crate::join::latch::{CrossLatch, LockLatch};
 use crate::queue::chase_lev::Stealer;
 use crate::queue::inject::Inject;
 use crate::queue::lifo::LifoSlot;
@@ -20,6 +20,7 @@ use crate::task::owned::OwnedTasks;
 use crate::task::raw::{Header, RawTask};
 use crate::task::JoinHandle;
 use crate::time::driver::{Driver, Rearm};
+use crate::util::unwind;
 use crate::util::CachePadded;
 use std::sync::Arc;
 
@@ -220,12 +221,33 @@ impl Registry {
         }
     }
 
-    /// A worker thread is exiting. The last one closes the task inject queue and cancels
-    /// what is left in it (tasks woken from outside while the workers wound down).
-    pub(crate) fn worker_exited(&self) {
+    /// A worker is leaving its main loop for good; this thread is still `worker`'s, so
+    /// jobs can run on it. Returns whether it is the last worker out (for `worker_exited`).
+    ///
+    /// The last one out closes the job inject queue and runs the jobs still in it: work
+    /// injected from outside (a blocking closure's `join`, `scope` or `install`) after the
+    /// other workers had stopped looking. Its caller waits for it, so it must run; from now
+    /// on `inject` refuses jobs, and their callers panic (`refused_after_shutdown`) instead
+    /// of waiting forever. Such a job may fork: it runs on this worker, whose deque is empty
+    /// and which nobody steals from any more, so everything it pushes comes back to it.
+    pub(crate) fn worker_exiting(&self, worker: &WorkerThread) -> bool {
         // AcqRel: the last one out sees every other worker's pushes (each decrements after
         // its last push).
-        if self.workers_alive.fetch_sub(1, AcqRel) == 1 {
+        if self.workers_alive.fetch_sub(1, AcqRel) != 1 {
+            return false;
+        }
+        // The lock inside `close` orders every push before it, and refuses every one after.
+        for job in self.inject.close() {
+            worker.execute(job);
+        }
+        true
+    }
+
+    /// A worker thread has exited (it no longer runs as a worker). The last one (`last`,
+    /// from `worker_exiting`) closes the task inject queue and the mailboxes, and cancels
+    /// what is left in them (tasks woken from outside while the workers wound down).
+    pub(crate) fn worker_exited(&self, last: bool) {
+        if last {
             for ptr in self.task_inject.close() {
                 // SAFETY: the queue held this Notified (see `push_remote`).
                 unsafe { Task::from_header(ptr) }.shutdown();
@@ -249,12 +271,13 @@ impl Registry {
         }
     }
 
-    /// Queues a job from outside the pool and wakes a worker for it.
-    pub(crate) fn inject(&self, job: JobRef) {
-        if self.inject.push(job).is_err() {
-            unreachable!("the job inject queue is never closed");
-        }
+    /// Queues a job from outside the pool and wakes a worker for it. Gives the job back if
+    /// every worker has exited (the last one closed the queue, see `worker_exiting`): the
+    /// caller still owns it, and reports [`refused_after_shutdown`].
+    pub(crate) fn inject(&self, job: JobRef) -> Result<(), JobRef> {
+        self.inject.push(job)?;
         self.sleep.notify_work();
+        Ok(())
     }
 
     /// Queues a task from a thread that is not one of this runtime's workers.
@@ -475,24 +498,79 @@ impl Registry {
             },
             LockLatch::new(),
         );
-        self.inject(job.as_job_ref());
+        if self.inject(job.as_job_ref()).is_err() {
+            // Refused, so never shared: `op` is dropped here, unrun. Quietly: the panic to
+            // see is the refusal.
+            unwind::drop_quietly(job);
+            refused_after_shutdown();
+        }
         job.latch.wait();
         // SAFETY: the latch was observed set by `wait` (under its mutex).
         unsafe { job.into_result() }
     }
 
-    /// Runs `op` on a worker of this registry: right here if the current thread is one,
-    /// otherwise by injecting it and blocking.
+    /// Runs `op` on a worker of this registry from `current`, a worker of another runtime,
+    /// and waits until it is done. `op`'s panic is resumed here.
+    ///
+    /// `current` does not block meanwhile: it waits as in a `join` whose other half was
+    /// stolen, running its own pool's jobs, and parks only when there are none; the latch
+    /// wakes it. Blocking would deadlock installs that alternate between two runtimes deeper
+    /// than a pool has workers (`r2.install(|| r1.install(|| r2.install(..)))`): each
+    /// waiting worker would be one its own pool needs for the next level back.
+    #[cold]
+    fn in_worker_cross<OP, R>(&self, current: &WorkerThread, op: OP) -> R
+    where
+        OP: FnOnce(&WorkerThread) -> R + Send,
+        R: Send,
+    {
+        debug_assert!(!ptr::eq(current.registry(), self));
+        let job = StackJob::new(
+            || {
+                let worker = WorkerThread::current();
+                // SAFETY: as in `in_worker_cold`.
+                let worker = unsafe { worker.as_ref() }.expect("injected job ran off a worker");
+                op(worker)
+            },
+            CrossLatch::new(current),
+        );
+        if self.inject(job.as_job_ref()).is_err() {
+            // As in `in_worker_cold`.
+            unwind::drop_quietly(job);
+            refused_after_shutdown();
+        }
+        current.wait_until(job.latch.as_spin());
+        // SAFETY: `wait_until` returned, so the latch was probed set on this thread.
+        unsafe { job.into_result() }
+    }
+
+    /// Runs `op` on a worker of this registry: right here if the current thread is one;
+    /// from a worker of another runtime, by injecting it and running that worker's own jobs
+    /// meanwhile; from any other thread, by injecting it and blocking.
     pub(crate) fn in_worker<OP, R>(&self, op: OP) -> R
     where
         OP: FnOnce(&WorkerThread) -> R + Send,
         R: Send,
     {
-        self.with_own_worker(|worker| match worker {
-            Some(worker) => op(worker),
+        // SAFETY: a non-null current worker is live while its thread runs work, which
+        // includes this whole call.
+        match unsafe { WorkerThread::current().as_ref() } {
+            Some(worker) if ptr::eq(worker.registry(), self) => op(worker),
+            Some(worker) => self.in_worker_cross(worker, op),
             None => self.in_worker_cold(op),
-        })
+        }
     }
+}
+
+/// Fork-join work reached a runtime whose workers have all exited (a blocking closure that
+/// runs while the runtime drops, calling `join`, `scope` or `install` on it): nobody can run
+/// it, and waiting would hang the caller and the runtime's drop.
+#[cold]
+#[inline(never)]
+pub(crate) fn refused_after_shutdown() -> ! {
+    panic!(
+        "magpie: the runtime has shut down: its workers have exited, so it cannot run this \
+         `join`, `scope` or `install`"
+    )
 }
 
 impl Schedule for Arc<Registry> {

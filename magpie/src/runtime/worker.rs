@@ -992,6 +992,8 @@ pub(crate) fn run(seed: WorkerSeed) {
     // Jobs and tasks catch their users' panics; a panic escaping here is a bug in magpie.
     let guard = AbortIfPanic;
     worker.main_loop();
+    // Still this thread's worker: the last one out runs the jobs that came in late.
+    let last = worker.registry.worker_exiting(&worker);
     worker.flush_counters();
     std::mem::forget(guard);
     debug_assert!(
@@ -1003,5 +1005,5 @@ pub(crate) fn run(seed: WorkerSeed) {
         "worker exited with tasks in its queues"
     );
     CURRENT.with(|c| c.set(ptr::null()));
-    worker.registry.worker_exited();
+    worker.registry.worker_exited(last);
 }

@@ -20,7 +20,11 @@
 //!
 //! Where `membarrier` is unavailable (not Linux, an old kernel, a seccomp filter, loom or
 //! shuttle), both sides are `fence(SeqCst)`: the classic symmetric algorithm, which is what
-//! the loom models check. (Shuttle runs every thread on one OS thread and treats every
+//! the loom models check. The choice is made once, before any worker exists. Should the
+//! heavy side's call fail after that (`ENOMEM`, a seccomp filter installed later), the
+//! process aborts with a message: the light barriers already passed were compiler-only, so
+//! no later switch of mode could order them, and an owner and a thief could both take the
+//! last job of a deque. (Shuttle runs every thread on one OS thread and treats every
 //! atomic as SeqCst; its fences are no-ops in its model, which is sound for this algorithm.)
 
 use super::atomic::*;
@@ -44,15 +48,58 @@ mod imp {
     const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
     const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
-    fn membarrier(cmd: libc::c_long) -> libc::c_long {
+    /// The system call: its non-negative result, or the `errno` it failed with.
+    fn membarrier(cmd: libc::c_long) -> Result<libc::c_long, std::io::Error> {
+        #[cfg(debug_assertions)]
+        if let Some(result) = fail_injection::intercept(cmd) {
+            return result;
+        }
         // SAFETY: membarrier takes two integer arguments and touches no memory of ours.
-        unsafe {
+        let result = unsafe {
             libc::syscall(
                 libc::SYS_membarrier,
                 cmd,
                 0 as libc::c_long,
                 0 as libc::c_long,
             )
+        };
+        if result < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(result)
+        }
+    }
+
+    /// Failure injection, in debug builds only, for `tests/membarrier_failure.rs`: with
+    /// `MAGPIE_TEST_FAIL_MEMBARRIER` set in the environment when the first runtime is built,
+    /// the process behaves as if registration succeeded (whatever the kernel offers) and
+    /// every barrier command then fails with `ENOMEM`, as it can after registration.
+    #[cfg(debug_assertions)]
+    mod fail_injection {
+        use super::*;
+        use std::sync::atomic::AtomicBool;
+
+        /// Set by `arm`, in `init`: before any worker exists, like `MODE` (hence Relaxed).
+        static ARMED: AtomicBool = AtomicBool::new(false);
+
+        pub(super) fn arm() {
+            if std::env::var_os("MAGPIE_TEST_FAIL_MEMBARRIER").is_some() {
+                ARMED.store(true, Relaxed);
+            }
+        }
+
+        /// The injected result of command `cmd`, if failures are injected.
+        pub(super) fn intercept(cmd: libc::c_long) -> Option<Result<libc::c_long, std::io::Error>> {
+            if !ARMED.load(Relaxed) {
+                return None;
+            }
+            Some(match cmd {
+                MEMBARRIER_CMD_QUERY => Ok(
+                    MEMBARRIER_CMD_PRIVATE_EXPEDITED | MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED
+                ),
+                MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED => Ok(0),
+                _ => Err(std::io::Error::from_raw_os_error(libc::ENOMEM)),
+            })
         }
     }
 
@@ -64,12 +111,11 @@ mod imp {
             MODE.store(SYMMETRIC, Relaxed);
             return;
         }
-        let supported = membarrier(MEMBARRIER_CMD_QUERY);
+        #[cfg(debug_assertions)]
+        fail_injection::arm();
         let wanted = MEMBARRIER_CMD_PRIVATE_EXPEDITED | MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
-        let mode = if supported >= 0
-            && supported & wanted == wanted
-            && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
-        {
+        let supported = membarrier(MEMBARRIER_CMD_QUERY).is_ok_and(|cmds| cmds & wanted == wanted);
+        let mode = if supported && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED).is_ok() {
             ASYMMETRIC
         } else {
             SYMMETRIC
@@ -92,13 +138,40 @@ mod imp {
     pub(crate) fn heavy() {
         // Anything but a settled SYMMETRIC: a thread may still read UNKNOWN here after another
         // thread already read ASYMMETRIC and used a compiler-only light barrier, so only
-        // SYMMETRIC lets us skip the call. Before registration the call fails with EPERM,
-        // harmlessly: then no light barrier can have been compiler-only.
-        if MODE.load(Relaxed) != SYMMETRIC {
+        // SYMMETRIC lets us skip the call.
+        let mode = MODE.load(Relaxed);
+        if mode != SYMMETRIC {
             // Returns after every running thread of the process passed a full barrier.
-            membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+            if let Err(error) = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) {
+                // Read UNKNOWN: registration has not happened (the call fails with EPERM),
+                // so no light barrier can have been compiler-only yet, and the fence below
+                // is enough. Read ASYMMETRIC: light barriers are compiler-only, and without
+                // this call nothing orders them against us.
+                if mode == ASYMMETRIC {
+                    membarrier_failed(&error);
+                }
+            }
         }
         fence(SeqCst);
+    }
+
+    /// The heavy barrier failed after registration (`ENOMEM`, a seccomp filter installed
+    /// since): abort. Falling back to the symmetric mode now would not help: light barriers
+    /// already passed as compiler fences may be racing this very call, and an owner and a
+    /// thief could both take the last job of a deque.
+    #[cold]
+    #[inline(never)]
+    fn membarrier_failed(error: &std::io::Error) -> ! {
+        use std::io::Write;
+        // Not `eprintln!`, which panics if stderr is closed; we are aborting either way.
+        let _ = writeln!(
+            std::io::stderr(),
+            "magpie: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed after the process \
+             registered for it ({error}); the work-stealing deque and the sleep protocol \
+             rely on it for memory ordering, so continuing could run a job twice or lose a \
+             wakeup; aborting (MAGPIE_SYMMETRIC_FENCES=1 runs without membarrier)"
+        );
+        std::process::abort()
     }
 }
 

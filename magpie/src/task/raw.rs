@@ -45,6 +45,7 @@ use super::notified::{Notified, Schedule};
 use super::owned::OwnedLink;
 use super::state::State;
 use crate::sync::UnsafeCell;
+pub(crate) use crate::util::unwind::drop_payload;
 use crate::util::unwind::{halt_unwinding, Payload};
 
 /// How many task allocations are live, for tests that check every task is freed exactly
@@ -441,14 +442,6 @@ impl Trailer {
                 waker.wake_by_ref();
             }
         })
-    }
-}
-
-/// Drops a panic payload nobody will read, swallowing a panic from its own destructor.
-pub(crate) fn drop_payload(payload: Payload) {
-    if let Err(nested) = halt_unwinding(move || drop(payload)) {
-        // A payload whose destructor panics with a payload whose destructor panics: stop.
-        std::mem::forget(nested);
     }
 }
 

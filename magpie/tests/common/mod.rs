@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use magpie::Runtime;
 
+pub(crate) mod deadline;
+
 /// The environment variable that puts a test binary in one of its child modes.
 pub(crate) const CHILD_ENV: &str = "MAGPIE_TEST_CHILD";
 
