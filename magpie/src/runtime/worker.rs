@@ -726,8 +726,11 @@ impl WorkerThread {
     fn hand_on_queues(&self) {
         let registry = &*self.registry;
         while let Some(job) = self.pop() {
-            // Wakes a worker for it.
-            registry.inject(job);
+            // Wakes a worker for it. The queue closes only when the last worker exits, and
+            // this one has not; should it be closed anyway, the job runs here.
+            if let Err(job) = registry.inject(job) {
+                self.execute(job);
+            }
         }
         let mut handed: Vec<_> = self.slots().lifo.take().into_iter().collect();
         handed.extend(std::iter::from_fn(|| self.ring.pop()));
