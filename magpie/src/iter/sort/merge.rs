@@ -448,15 +448,8 @@ unsafe fn seq_merge<T, F>(
     let mut first = Front::new(left, i, right, j, dest);
     // SAFETY: `i <= nl`, `j <= nr` and `half <= nl + nr`: the second merge's runs and
     // destination are the rest of the caller's.
-    let mut second = unsafe {
-        Front::new(
-            left.add(i),
-            nl - i,
-            right.add(j),
-            nr - j,
-            dest.add(half),
-        )
-    };
+    let mut second =
+        unsafe { Front::new(left.add(i), nl - i, right.add(j), nr - j, dest.add(half)) };
     loop {
         let steps = first.safe_steps().min(second.safe_steps());
         if steps == 0 {
