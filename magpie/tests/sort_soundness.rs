@@ -1,8 +1,8 @@
 //! The parallel sorts are sound for every element type and every comparator (issue 17).
 //!
 //! Every public sort (`par_sort`, `par_sort_by`, `par_sort_by_key` and their `_unstable`
-//! twins) runs on lengths either side of the sequential cutoffs (4,096: sequential sort;
-//! 8,192 and 16,384: the first one and two merge levels) and well into the parallel path, on
+//! twins) runs on lengths either side of the cutoffs (up to 4,096: sequential; from 8,192
+//! and 16,384: one and two merge levels on 2 workers) and well into the parallel path, on
 //! pools of 1 to 4 workers, with elements that notice what a sort does to them:
 //!
 //! * **Interior mutability** ([`Counted`]): each comparison (or key call) increments a `Cell`
@@ -20,7 +20,8 @@
 //! * **No order at all** (random answers): no crash; the sorts may panic (as `std`'s do when
 //!   they notice), and the slice is still a permutation, each element dropped once.
 //!
-//! `MAGPIE_SORT_CASES` sets the cases per property (default 16; `scripts/asan.sh` lowers it).
+//! `MAGPIE_SORT_CASES` sets the cases per property (default 16, each running all six sorts on
+//! both element types).
 
 mod common;
 
@@ -425,8 +426,8 @@ fn run_case<'c, E: Elem<'c>>(case: Case, ctx: &'c Ctx) -> Result<usize, TestCase
         }
     }
 
-    // A permutation: every id once, each still with its own key (a `Boxed` whose box is a
-    // stale copy's reads another element's value, or freed memory).
+    // A permutation: every id once, each with its own key. (A stale `Boxed` copy would read
+    // a freed box here: garbage, or an error under AddressSanitizer.)
     let mut ids = Vec::with_capacity(v.len());
     for e in &v {
         let (key, id) = e.inspect();
