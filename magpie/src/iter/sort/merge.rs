@@ -302,45 +302,112 @@ impl<T> Drop for Fill<T> {
     }
 }
 
-/// One step of a merge from the front: moves the lesser of `left[lf]` and `right[rf]` (the
-/// left one on ties, for stability) to `dest[out]` and advances the indices.
+/// A merge from the front of two sorted runs into a destination.
 ///
-/// # Safety
-///
-/// `lf` and `rf` index untaken elements of their runs and `out` a free slot of `dest`.
-#[inline(always)]
-unsafe fn merge_front<T, F>(
+/// Each element is compared only at its place in its run, only while it is untaken, and is
+/// copied out exactly once, when it is taken, after its last comparison. That is what makes
+/// the merge sound for every `T`: a comparator that changes an element through a `Cell` (or
+/// swaps a `Box` inside one) has its last change in the copy that ends in the output. A
+/// merge that also worked from the back (as this module's once did) compares an element its
+/// front end may already have copied, and keeps the stale copy (issue 17); std merges from
+/// both ends only for `Freeze` types, which stable Rust cannot name.
+struct Front<T> {
     left: *const T,
+    nl: usize,
     right: *const T,
+    nr: usize,
     dest: *mut T,
-    (lf, rf, out): (&mut usize, &mut usize, &mut usize),
-    is_less: &F,
-) where
-    F: Fn(&T, &T) -> bool,
-{
-    // SAFETY: the caller's contract: both reads are of untaken elements, the write goes to a
-    // free slot.
-    let take_right = unsafe {
-        let take_right = is_less(&*right.add(*rf), &*left.add(*lf));
-        let src = if take_right {
-            right.add(*rf)
-        } else {
-            left.add(*lf)
-        };
-        ptr::copy_nonoverlapping(src, dest.add(*out), 1);
-        take_right
-    };
-    *out += 1;
-    *rf += take_right as usize;
-    *lf += !take_right as usize;
+    /// The next untaken element of each run; the next free slot is `dest[lf + rf]`.
+    lf: usize,
+    rf: usize,
 }
 
-/// The sequential merge, branchless, from both ends at once: the front takes the smaller
-/// head, the back the larger tail, two independent chains of loads and comparisons. For
-/// `min(nl, nr)` steps neither end can run out of its runs, whatever the comparator answers;
-/// what is left in the middle is merged from the front. A comparator that is not a strict
-/// weak order can make both ends take the same element: that is detected, and the runs are
-/// then copied unmerged (the order is unspecified in that case, the permutation is not).
+impl<T> Front<T> {
+    /// A merge of `left[..nl]` and `right[..nr]` into `dest[..nl + nr]`, nothing taken yet.
+    fn new(left: *const T, nl: usize, right: *const T, nr: usize, dest: *mut T) -> Self {
+        Front {
+            left,
+            nl,
+            right,
+            nr,
+            dest,
+            lf: 0,
+            rf: 0,
+        }
+    }
+
+    /// How many steps cannot run out of either run, whatever the comparator answers: each
+    /// step takes one element, from one run. Zero once a run is exhausted.
+    fn safe_steps(&self) -> usize {
+        (self.nl - self.lf).min(self.nr - self.rf)
+    }
+
+    /// Moves the lesser of the next untaken elements (the left one on ties, for stability)
+    /// to the next free slot, without a branch on the comparison.
+    ///
+    /// # Safety
+    ///
+    /// `safe_steps() > 0`, and the contract of [`seq_merge`] holds for the runs and `dest`.
+    #[inline(always)]
+    unsafe fn step<F>(&mut self, is_less: &F)
+    where
+        F: Fn(&T, &T) -> bool,
+    {
+        // SAFETY: `safe_steps() > 0` puts `lf < nl` and `rf < nr`, so both reads are of
+        // untaken, initialised elements of the runs; `lf + rf < nl + nr`, so the write goes
+        // to a free slot of `dest`, which does not overlap the runs. The element copied is
+        // the one taken: it is never read again (its index moves past it).
+        unsafe {
+            let l = self.left.add(self.lf);
+            let r = self.right.add(self.rf);
+            let take_right = is_less(&*r, &*l);
+            let src = if take_right { r } else { l };
+            ptr::copy_nonoverlapping(src, self.dest.add(self.lf + self.rf), 1);
+            self.rf += take_right as usize;
+            self.lf += !take_right as usize;
+        }
+    }
+
+    /// Runs the merge to its end.
+    ///
+    /// # Safety
+    ///
+    /// As for [`seq_merge`].
+    unsafe fn finish<F>(&mut self, is_less: &F)
+    where
+        F: Fn(&T, &T) -> bool,
+    {
+        loop {
+            let steps = self.safe_steps();
+            if steps == 0 {
+                break;
+            }
+            for _ in 0..steps {
+                // SAFETY: each step lowers `safe_steps()` by at most one, so it stays
+                // positive for all `steps` of them; the contract is the caller's.
+                unsafe { self.step(is_less) };
+            }
+        }
+        // SAFETY: one run is exhausted; the other's untaken elements, copied once, fill the
+        // free slots, which start at `lf + rf` and are exactly as many.
+        unsafe {
+            let out = self.dest.add(self.lf + self.rf);
+            ptr::copy_nonoverlapping(self.left.add(self.lf), out, self.nl - self.lf);
+            let out = out.add(self.nl - self.lf);
+            ptr::copy_nonoverlapping(self.right.add(self.rf), out, self.nr - self.rf);
+        }
+    }
+}
+
+/// The sequential merge: two independent merges from the front, stepped in turn, so that
+/// their chains of loads and comparisons overlap (what a merge from both ends buys, without
+/// ever comparing an element already copied; see [`Front`]). A binary search first finds
+/// how many elements of each run belong to the first half of the output, the "merge path"
+/// split (Odeh, Green, Mwassi, Shmueli and Birk, "Merge Path", 2012): `left[..i]` and
+/// `right[..half - i]` merge into `dest[..half]`, the rest into `dest[half..]`. The two
+/// merges share no element, so each element is still compared only in its run, while
+/// untaken, and copied once. A comparator that is not a strict weak order only misplaces
+/// the split: both merges still get runs exactly as long as their part of `dest`.
 ///
 /// Writes `dest` partially if it panics; `par_merge`'s guard then overwrites it.
 ///
@@ -357,51 +424,51 @@ unsafe fn seq_merge<T, F>(
 ) where
     F: Fn(&T, &T) -> bool,
 {
-    let n = nl + nr;
-    // Front: next to take from each run, next slot. Back: one past the last untaken of each
-    // run, one past the last free slot.
-    let (mut lf, mut rf, mut out) = (0, 0, 0);
-    let (mut lb, mut rb, mut out_back) = (nl, nr, n);
-    for _ in 0..nl.min(nr) {
-        // SAFETY: at step k < min(nl, nr), each end has taken at most k elements from each
-        // run, so `lf <= k < nl`, `rf <= k < nr`, `lb >= nl - k > 0` and `rb >= nr - k > 0`:
-        // all four elements read are inside their runs. The front writes `dest[k]`, the back
-        // `dest[n - 1 - k]`, distinct since `2k + 1 < n`.
-        unsafe {
-            merge_front(left, right, dest, (&mut lf, &mut rf, &mut out), is_less);
-
-            let take_left = is_less(&*right.add(rb - 1), &*left.add(lb - 1));
-            let src = if take_left {
-                left.add(lb - 1)
-            } else {
-                right.add(rb - 1)
-            };
-            out_back -= 1;
-            ptr::copy_nonoverlapping(src, dest.add(out_back), 1);
-            lb -= take_left as usize;
-            rb -= !take_left as usize;
+    let half = (nl + nr) / 2;
+    // `left[i]` is among the first `half` of the output if fewer than `half - i` elements of
+    // `right` are less than it (equal ones come after it): if `i < half - nr`, or else if
+    // `right[half - i - 1]` is not less than it. That holds for a prefix of the `i` in
+    // `lo..hi`; the split is the length of that prefix.
+    let (mut lo, mut hi) = (half.saturating_sub(nr), half.min(nl));
+    while lo < hi {
+        let i = lo + (hi - lo) / 2;
+        // SAFETY: `lo <= i < hi` gives `i < nl` and `half - nr <= i < half`, so
+        // `half - i - 1` is in `0..nr`: both are elements of the runs, which the caller's
+        // contract makes initialised; nothing has been copied yet.
+        let in_first_half = unsafe { !is_less(&*right.add(half - i - 1), &*left.add(i)) };
+        if in_first_half {
+            lo = i + 1;
+        } else {
+            hi = i;
         }
     }
-    if lf > lb || rf > rb {
-        // Both ends took some element: the comparator is inconsistent.
-        // SAFETY: the caller's contract: `dest` has room for both runs.
-        unsafe {
-            ptr::copy_nonoverlapping(left, dest, nl);
-            ptr::copy_nonoverlapping(right, dest.add(nl), nr);
+    // `half - nr <= i <= min(half, nl)`: both parts of both runs are in bounds.
+    let i = lo;
+    let j = half - i;
+    let mut first = Front::new(left, i, right, j, dest);
+    // SAFETY: `i <= nl`, `j <= nr` and `half <= nl + nr`: the second merge's runs and
+    // destination are the rest of the caller's.
+    let mut second =
+        unsafe { Front::new(left.add(i), nl - i, right.add(j), nr - j, dest.add(half)) };
+    loop {
+        let steps = first.safe_steps().min(second.safe_steps());
+        if steps == 0 {
+            break;
         }
-        return;
-    }
-    while lf < lb && rf < rb {
-        // SAFETY: the indices are inside the untaken middle of the runs, and `out` inside
-        // the free middle of `dest`, which is exactly as long as those.
-        unsafe {
-            merge_front(left, right, dest, (&mut lf, &mut rf, &mut out), is_less);
+        for _ in 0..steps {
+            // SAFETY: as in `Front::finish`, both merges have `steps` safe steps; they
+            // merge disjoint parts of the runs into disjoint parts of `dest` (the caller's
+            // contract covers all of them).
+            unsafe {
+                first.step(is_less);
+                second.step(is_less);
+            }
         }
     }
-    // SAFETY: as above; at most one run has elements left, and they fill the free slots.
+    // SAFETY: as above.
     unsafe {
-        ptr::copy_nonoverlapping(left.add(lf), dest.add(out), lb - lf);
-        ptr::copy_nonoverlapping(right.add(rf), dest.add(out + lb - lf), rb - rf);
+        first.finish(is_less);
+        second.finish(is_less);
     }
 }
 
@@ -456,8 +523,8 @@ mod tests {
                         "nl = {nl}, nr = {nr}, k = {k}"
                     );
                 }
-                // No order at all: the two ends of a sequential merge may take the same
-                // element; the result must still be a permutation.
+                // No order at all: the sequential merges' splits are then arbitrary; the
+                // result must still be a permutation.
                 let calls = AtomicUsize::new(0);
                 let random = |a: &(u32, usize), b: &(u32, usize)| {
                     let c = calls.fetch_add(1, Ordering::Relaxed);

@@ -35,7 +35,9 @@
 //! idea of rayon's `par_merge`: the longer run is split at its midpoint, the other run is
 //! binary-searched for the matching split, so that of equal elements those of the left run
 //! come first, and the two halves merge through `join` into disjoint parts of the
-//! destination. The sequential merges at the bottom work from both ends at once.
+//! destination. The sequential merge at the bottom splits its output in halves the same way
+//! and steps the two halves' merges in turn, both from the front (see `merge.rs` for why not
+//! from both ends).
 //!
 //! # Sorted, reversed and all-equal input
 //!
@@ -56,6 +58,16 @@
 //! finished into the buffer before its sibling panicked is copied back by their parent's
 //! guard. Buffer slots are `MaybeUninit` and never dropped. A comparator that is not a
 //! strict weak order leaves the order unspecified, never the permutation.
+//!
+//! # Interior mutability
+//!
+//! A comparator may change the elements it is given, through a `Cell` or the like. Both sorts
+//! keep every such change, panics included: an element is only ever compared where it lives,
+//! at its one current place, and a bitwise copy that moves it (into the buffer, out of it, or
+//! out of the slice in the cyclic partition) is made after its last comparison there, and the
+//! place it left is never read again. The parallel checks compare in place and move
+//! elements only by swaps. `tests/sort_soundness.rs` checks this with `Cell` counters and
+//! with boxes that each comparison replaces.
 //!
 //! # Comparators
 //!
