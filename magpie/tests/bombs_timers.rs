@@ -262,7 +262,7 @@ fn wakers_whose_clone_panics_leave_the_timer_usable() {
 /// (replacing, cancelling, firing or closing), the owned timer is dropped, which takes the
 /// wheel's lock. Reports its drop on a channel.
 struct Owner {
-    _owned: Mutex<Timer>,
+    owned: Mutex<Option<Timer>>,
     dropped: Mutex<mpsc::Sender<()>>,
 }
 
@@ -272,6 +272,9 @@ impl Wake for Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
+        // The owned timer first, so that whoever hears of the drop finds it deregistered
+        // (the drop may run on a worker, as the timer fires).
+        drop(self.owned.lock().unwrap().take());
         let _ = self.dropped.lock().unwrap().send(());
     }
 }
@@ -308,7 +311,7 @@ fn a_waker_that_owns_a_timer_of_the_same_runtime() {
             assert!(poll_in(&rt, &mut owned, Waker::noop()));
             let (dropped_tx, dropped_rx) = mpsc::channel();
             let owner = Waker::from(Arc::new(Owner {
-                _owned: Mutex::new(owned),
+                owned: Mutex::new(Some(owned)),
                 dropped: Mutex::new(dropped_tx),
             }));
             let after = match let_go {
