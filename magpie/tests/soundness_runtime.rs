@@ -322,25 +322,7 @@ fn snapshots_never_go_backwards() {
             break;
         }
         let now = rt.stats();
-        for (i, (a, b)) in last.workers.iter().zip(&now.workers).enumerate() {
-            let pairs = [
-                ("busy_time_ns", a.busy_time_ns, b.busy_time_ns),
-                ("idle_time_ns", a.idle_time_ns, b.idle_time_ns),
-                ("parks", a.parks, b.parks),
-                ("unparks", a.unparks, b.unparks),
-                ("tasks_polled", a.tasks_polled, b.tasks_polled),
-                ("tasks_executed", a.tasks_executed, b.tasks_executed),
-                ("jobs_executed", a.jobs_executed, b.jobs_executed),
-                ("steal_operations", a.steal_operations, b.steal_operations),
-                ("tasks_stolen", a.tasks_stolen, b.tasks_stolen),
-                ("inject_pulls", a.inject_pulls, b.inject_pulls),
-                ("noops", a.noops, b.noops),
-            ];
-            for (name, then, now) in pairs {
-                assert!(now >= then, "worker {i}: {name} went from {then} to {now}");
-            }
-        }
-        assert!(now.uptime_ns >= last.uptime_ns);
+        common::assert_monotonic(&last, &now);
         last = now;
     }
     stop.store(1, SeqCst);

@@ -590,7 +590,7 @@ impl Schedule for Arc<Registry> {
         // than polled.
         self.with_own_worker(|worker| {
             if let Some(worker) = worker {
-                worker.flush_counters();
+                worker.flush_polled();
                 bump(&self.counters[worker.index()].tasks_completed);
             }
         });

@@ -355,3 +355,35 @@ pub(crate) fn spin_for(d: Duration) {
         std::hint::spin_loop();
     }
 }
+
+/// Asserts that every counter in `now` is at least its value in `then`.
+pub(crate) fn assert_monotonic(then: &magpie::Stats, now: &magpie::Stats) {
+    assert!(now.uptime_ns >= then.uptime_ns);
+    for (i, (a, b)) in then.workers.iter().zip(&now.workers).enumerate() {
+        let pairs = [
+            ("busy_time_ns", a.busy_time_ns, b.busy_time_ns),
+            ("idle_time_ns", a.idle_time_ns, b.idle_time_ns),
+            ("jobs_executed", a.jobs_executed, b.jobs_executed),
+            ("jobs_stolen", a.jobs_stolen, b.jobs_stolen),
+            ("steal_attempts", a.steal_attempts, b.steal_attempts),
+            ("parks", a.parks, b.parks),
+            ("unparks", a.unparks, b.unparks),
+            ("tasks_polled", a.tasks_polled, b.tasks_polled),
+            ("tasks_executed", a.tasks_executed, b.tasks_executed),
+            ("tasks_stolen", a.tasks_stolen, b.tasks_stolen),
+            ("steal_operations", a.steal_operations, b.steal_operations),
+            ("lifo_hits", a.lifo_hits, b.lifo_hits),
+            ("inject_pulls", a.inject_pulls, b.inject_pulls),
+            ("overflows", a.overflows, b.overflows),
+            ("failed_steals", a.failed_steals, b.failed_steals),
+            ("local_schedules", a.local_schedules, b.local_schedules),
+            ("noops", a.noops, b.noops),
+            ("tasks_spawned", a.tasks_spawned, b.tasks_spawned),
+        ];
+        for (name, then, now) in pairs {
+            assert!(now >= then, "worker {i}: {name} went from {then} to {now}");
+        }
+    }
+    assert!(now.tasks_spawned_remote >= then.tasks_spawned_remote);
+    assert!(now.remote_schedules >= then.remote_schedules);
+}
