@@ -2,7 +2,7 @@
 //!
 //! Only the owner fills the slot; the owner and thieves empty it, with a `swap`, so each
 //! item leaves it exactly once. (The policy, when to fill it, how often to run from it, and
-//! when thieves may take from it, is the worker's: `runtime/worker.rs`.)
+//! when thieves may take from it, is the worker's: `runtime/worker/tasks.rs`.)
 //!
 //! Invariants:
 //! 1. Only the owner stores a non-null pointer; every other access swaps in null.

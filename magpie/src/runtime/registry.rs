@@ -37,7 +37,7 @@ pub(crate) type Task = Notified<Arc<Registry>>;
 pub(crate) struct TaskSlots {
     /// The LIFO slot: the task this worker woke or spawned last, run next. Owner: `swap` to
     /// take (thieves may race it), plain store to fill an empty slot (only the owner fills).
-    /// Thieves take a task that sits here while the owner is busy (see `worker.rs`,
+    /// Thieves take a task that sits here while the owner is busy (see `worker/tasks.rs`,
     /// "the stranded LIFO task").
     pub(crate) lifo: LifoSlot<Header>,
     /// The steal end of the worker's ring.

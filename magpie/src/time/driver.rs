@@ -249,7 +249,7 @@ impl Driver {
         count
     }
 
-    /// Whether timers are filed and nobody drives the wheel (see `worker.rs`, `retire`).
+    /// Whether timers are filed and nobody drives the wheel (see `runtime/worker/mod.rs`, `retire`).
     pub(crate) fn needs_driver(&self) -> bool {
         // SeqCst: as in `register` (module docs), with the caller's fence.
         self.next_ms.load(SeqCst) != NONE && self.driver.load(SeqCst) == NO_DRIVER

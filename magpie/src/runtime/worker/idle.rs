@@ -1,0 +1,184 @@
+//! A worker without work: spin, yield, then park through the sleep protocol, and drive the
+//! timers while parked (find-work step 6 of the module docs of `worker`).
+
+use crate::sleep::Wake;
+use crate::stats::bump;
+use crate::stats::trace::Kind;
+use crate::sync::thread::{self};
+
+use super::WorkerThread;
+
+/// Rounds of unsuccessful searching spent spinning before yielding, and before parking.
+/// Spinning briefly catches the next job of a fork-join computation without a futex round
+/// trip (the Blitz seed uses 64 spins, 128 yields); we search every victim once per round,
+/// so rounds are longer than the seed's single attempts and we use fewer.
+#[cfg(not(any(loom, shuttle)))]
+const SPIN_ROUNDS: u32 = 16;
+#[cfg(not(any(loom, shuttle)))]
+const YIELD_ROUNDS: u32 = 32;
+// Under shuttle every spin and yield is a scheduling point of the checker: a few of each
+// exercise the spin → yield → park progression without drowning the schedule in them.
+#[cfg(shuttle)]
+const SPIN_ROUNDS: u32 = 2;
+#[cfg(shuttle)]
+const YIELD_ROUNDS: u32 = 2;
+// Under loom every round is dozens of explored atomic operations: a searcher looks once,
+// then parks (the rounds only repeat that look).
+#[cfg(loom)]
+const SPIN_ROUNDS: u32 = 0;
+#[cfg(loom)]
+const YIELD_ROUNDS: u32 = 0;
+/// From this search round on, a thief also takes the task in a victim's LIFO slot (see
+/// "the stranded LIFO task" in `schedule_local`). Earlier rounds leave it to its owner, which
+/// runs it next unless it is stuck in a long poll.
+///
+/// It must not exceed the rounds a searcher makes before it parks (`SPIN_ROUNDS +
+/// YIELD_ROUNDS`), or no searcher ever takes a stranded LIFO task: the worker that finds it
+/// in its recheck before parking wakes itself, searches again without reaching this round,
+/// and so on for as long as the owner's poll lasts. The loom model
+/// `loom_runtime_last_searcher_vs_notification` found exactly that when loom's build cut the
+/// rounds; taking the smaller keeps the two constants tied.
+pub(super) const LIFO_STEAL_ROUND: u32 = if SPIN_ROUNDS + YIELD_ROUNDS < 4 {
+    SPIN_ROUNDS + YIELD_ROUNDS
+} else {
+    4
+};
+/// The spin → yield → park progression of one idle stretch, and the searching bookkeeping
+/// of the sleep protocol (R3, R4).
+pub(super) struct IdleLoop<'w> {
+    pub(super) worker: &'w WorkerThread,
+    pub(super) rounds: u32,
+    pub(super) searching: bool,
+    /// Waiting inside `join`: never counts as a searcher and never drives the timers (R6).
+    pub(super) join_wait: bool,
+    /// Whether this stretch began with a wakeup, and whether work was found since (for the
+    /// `noops` count).
+    pub(super) woken: bool,
+    pub(super) worked: bool,
+}
+
+impl<'w> IdleLoop<'w> {
+    pub(super) fn new(worker: &'w WorkerThread, join_wait: bool) -> IdleLoop<'w> {
+        IdleLoop {
+            worker,
+            rounds: 0,
+            searching: false,
+            join_wait,
+            woken: false,
+            worked: false,
+        }
+    }
+
+    /// Work was found: stop searching, and if we were the last searcher, wake another
+    /// worker, since where there was one job there may be more (R3).
+    pub(super) fn found_work(&mut self) {
+        self.rounds = 0;
+        self.worked = true;
+        if self.searching {
+            self.searching = false;
+            if self.worker.registry.sleep.stop_searching() {
+                self.worker.registry.sleep.notify_work();
+            }
+        }
+    }
+
+    /// One unsuccessful round: spin or yield. Returns false when it is time to park.
+    pub(super) fn spin(&mut self) -> bool {
+        if !self.searching && !self.join_wait {
+            // R4: join the searchers if fewer than about half the workers search.
+            self.searching = self.worker.registry.sleep.try_start_searching();
+        }
+        self.rounds += 1;
+        if self.rounds <= SPIN_ROUNDS {
+            for _ in 0..(1 << self.rounds.min(6)) {
+                thread::spin_loop();
+            }
+            true
+        } else if self.rounds <= SPIN_ROUNDS + YIELD_ROUNDS {
+            thread::yield_now();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Parks through the sleep protocol (R2, R5) until woken, then resumes as the wake says.
+    /// The first worker to park while nobody drives the timers drives them: it parks no
+    /// longer than the next deadline and fires what is due when it wakes.
+    pub(super) fn park(&mut self) {
+        let worker = self.worker;
+        let registry = &*worker.registry;
+        let counters = &worker.counters;
+        let _ = registry.sleep.register_parked(worker.index, self.searching);
+        self.searching = false;
+        // After `register_parked`, not before: a worker giving the driver role up without
+        // parking (one switched off, see `retire`) wakes a parked worker to take it over, and
+        // either it finds our bit in the idle state or we find the role free here (both
+        // sides are SeqCst read-modify-writes or behind SeqCst fences).
+        let driving = !self.join_wait && registry.timers.try_drive(worker.index);
+        // R5: recheck every queue after the heavy barrier in `register_parked`. If work is
+        // visible, make sure someone who can run it is woken (possibly us: our bit is set).
+        // Tasks wake only workers outside `join` (R6). With `--cfg magpie_loom_broken` the
+        // task recheck is gone: a negative control that the runtime-level loom models must
+        // catch (the lost wakeup of tokio#4383).
+        if registry.has_visible_jobs() {
+            registry.sleep.wake_any_cold();
+        }
+        if !cfg!(magpie_loom_broken) && registry.has_visible_tasks() {
+            registry.sleep.wake_free_cold();
+        }
+        let timer = if driving {
+            registry.timers.park_timeout()
+        } else {
+            None
+        };
+        let timeout = match (timer, registry.park_safety_net) {
+            (Some(timer), Some(net)) => Some(timer.min(net)),
+            (timer, net) => timer.or(net),
+        };
+        worker.flush_counters();
+        bump(&counters.parks);
+        if self.woken && !self.worked {
+            // Woken last time, and found nothing to do since.
+            bump(&counters.noops);
+        }
+        // Parks are rare next to tasks and jobs: two clock reads each are affordable.
+        counters.begin_park(|| registry.uptime_ns());
+        worker.trace_event(Kind::Park, 0);
+        let wake = registry.sleep.park(worker.index, timeout);
+        counters.end_park(|| registry.uptime_ns());
+        worker.trace_event(Kind::Unpark, 0);
+        bump(&counters.unparks);
+        self.woken = true;
+        self.worked = false;
+        if driving {
+            registry.timers.fire_due();
+            registry.timers.release();
+        }
+        match wake {
+            Wake::Searching if self.join_wait => self.shed_searching(),
+            Wake::Searching => self.searching = true,
+            Wake::Plain => {}
+        }
+        self.rounds = 0;
+        // Time parked is not task time.
+        worker.tasks.batch_start.set(None);
+    }
+
+    /// A worker waiting inside `join` was woken as a searcher. It never counts as one (R6),
+    /// so it gives the count back at once, and if it was the last searcher, it hands any
+    /// visible work on, as a searcher that parks would (R5): a publisher may have skipped
+    /// waking anyone because of our count.
+    pub(super) fn shed_searching(&mut self) {
+        let registry = &*self.worker.registry;
+        if registry.sleep.stop_searching() {
+            crate::sync::barrier::heavy();
+            if registry.has_visible_jobs() {
+                registry.sleep.notify_work();
+            }
+            if registry.has_visible_tasks() {
+                registry.sleep.notify_task();
+            }
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! A worker thread: its private state, its main loop, and the find-work order (policy; the
+//! queues themselves are mechanism, in `crate::queue`).
+//!
+//! A worker owns a Chase-Lev deque of *jobs* (fork-join halves, scope spawns) and, for
+//! *tasks* (futures, submitted closures), a LIFO slot and a 256-slot ring; it shares a mailbox
+//! for `submit_to`. Find-work order in the main loop, cheapest first:
+//!
+//! 1. the worker's own deque, LIFO: the job it forked last is hot in cache and, in
+//!    fork-join code, the smallest piece, which keeps the stack shallow;
+//! 2. every `interval` tasks, maintenance: the mean task time (EWMA) sets the interval
+//!    (clamp(1 ms / mean, 8, 255), the seed's rule), due timers fire, and the mailbox and the
+//!    inject queue are looked at *first*, so tasks from outside wait about 1 ms at most even
+//!    while the local queues never run dry;
+//! 3. the LIFO slot (at most [`MAX_LIFO_POLLS`] in a row), then the ring, FIFO; then the
+//!    mailbox and the inject queue (a batch: this worker's share, into the ring);
+//! 4. a steal from a random victim (FastRand + Lemire), trying every other worker once
+//!    starting there: the oldest job of its deque, else half of its ring (at most 128), else
+//!    its mailbox, else (after a few search rounds) its LIFO slot;
+//! 5. the inject queues once more (tasks, then jobs: `install` from outside);
+//! 6. spin, then yield, then park through the sleep protocol (`crate::sleep`); the first
+//!    worker to park while nobody drives the timers parks with a timeout to the next
+//!    deadline and fires the due timers when it wakes.
+//!
+//! A worker waiting inside `join` for a stolen half follows a shorter order: its deque, the
+//! other deques, the job inject queue. It never runs tasks (see `wait_until`).
+//!
+//! The files: this one holds the worker's state, its deque, the main loop, `wait_until`,
+//! switching off (`retire`) and the thread's body; `tasks.rs` the task queues, polling and
+//! maintenance (steps 2 and 3); `search.rs` the find-work order and stealing (steps 1, 4 and
+//! 5); `idle.rs` spinning, parking and driving the timers (step 6).
+
+use std::cell::Cell;
+use std::ptr::{self};
+use std::time::Duration;
+
+use crate::join::job::{JobHeader, JobRef};
+use crate::join::latch::SpinLatch;
+use crate::queue::chase_lev::{self};
+use crate::queue::local::{self};
+use crate::stats::trace::{Kind, TraceBuffer};
+use crate::stats::{bump, set, WorkerCounters};
+use crate::sync::thread::thread_local;
+use crate::task::raw::Header;
+use crate::util::rand::FastRand;
+use crate::util::unwind::AbortIfPanic;
+use crate::util::CachePadded;
+use std::sync::Arc;
+
+use super::registry::{Registry, Task, TaskSlots};
+
+mod idle;
+mod search;
+mod tasks;
+
+use idle::IdleLoop;
+use tasks::{TaskState, INITIAL_INTERVAL};
+
+/// The longest a worker parks without being woken, by default. Only a safety net: the sleep
+/// protocol does not lose wakeups (sleep/README.md). One wakeup per second per idle worker
+/// costs a few microseconds of CPU, far below the idle budget of rayon#642. The stress tests
+/// raise it (`Builder::park_safety_net`) so that a lost wakeup would hang, not just pause.
+pub(crate) const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
+/// How many stealable jobs a worker keeps offering before `join` stops publishing its second
+/// halves (see `WorkerThread::should_publish`). Thieves take the oldest, so the reserve holds
+/// the largest pieces; a few are enough, since every steal makes the owner publish again at
+/// its next `join`. chili publishes while its queue holds fewer than 3 jobs (and one `join`
+/// in 64 otherwise). Measured in magpie-bench `fork-join` (fib, tree_sum); see BENCHMARKS.md.
+const STEAL_RESERVE: usize = 3;
+thread_local! {
+    /// The worker running on this thread, or null.
+    static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
+}
+/// One unit of work found by the find-work order.
+enum Work {
+    Job(JobRef),
+    Task(Task),
+}
+/// A worker's private state. Lives on the worker thread's stack for the thread's lifetime;
+/// other threads reach only its shared parts, through the registry.
+#[derive(Debug)]
+pub(crate) struct WorkerThread {
+    index: usize,
+    registry: Arc<Registry>,
+    /// This worker's entry of `registry.counters`, one pointer away.
+    counters: Arc<CachePadded<WorkerCounters>>,
+    deque: chase_lev::Worker<JobHeader>,
+    /// The owner end of this worker's task ring.
+    ring: local::Local<Header>,
+    rng: Cell<FastRand>,
+    tasks: TaskState,
+    /// Steal victims of this worker's own group, then of the others (see `topology.rs`).
+    victims_near: Box<[usize]>,
+    victims_far: Box<[usize]>,
+    /// This worker's event ring, when tracing is on.
+    trace: Option<Arc<TraceBuffer>>,
+    /// Whether task polls are timed: for the histogram, or for the trace.
+    timed_polls: bool,
+}
+impl WorkerThread {
+    /// The worker running on this thread, or null off the pool.
+    #[inline]
+    pub(crate) fn current() -> *const WorkerThread {
+        CURRENT.with(Cell::get)
+    }
+
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub(crate) fn registry_arc(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    fn slots(&self) -> &TaskSlots {
+        &self.registry.task_slots[self.index]
+    }
+
+    /// The publication policy of `join`: whether its second half should be made stealable.
+    ///
+    /// Yes while this worker offers fewer than [`STEAL_RESERVE`] stealable jobs, so that a
+    /// thief always finds the oldest (largest) pieces of this worker's computation, and every
+    /// steal makes the owner publish again at its next `join`. Otherwise the second half runs
+    /// inline, at the cost of a function call. That is where fork-join overhead goes to almost
+    /// nothing (ARCHITECTURE.md, "Why this join design").
+    #[inline]
+    pub(crate) fn should_publish(&self) -> bool {
+        self.deque.len() < STEAL_RESERVE
+    }
+
+    /// Pushes a job onto this worker's deque and wakes a sleeper if nobody is searching.
+    #[inline]
+    pub(crate) fn push(&self, job: JobRef) {
+        self.deque.push(job.as_ptr());
+        self.registry.sleep.notify_work();
+    }
+
+    /// Pops the newest job of this worker's deque.
+    #[inline]
+    pub(crate) fn pop(&self) -> Option<JobRef> {
+        // SAFETY: only `JobRef::as_ptr` values are pushed (see `push`).
+        self.deque.pop().map(|ptr| unsafe { JobRef::from_ptr(ptr) })
+    }
+
+    /// Runs a job taken from a queue, counting it.
+    #[inline]
+    pub(crate) fn execute(&self, job: JobRef) {
+        self.count_job();
+        if let Some(trace) = self.tracer() {
+            return self.execute_traced(trace, job);
+        }
+        // SAFETY: a job taken out of a queue is owned by whoever took it, executed once here;
+        // its memory is live until its latch is set (JobRef's contract).
+        unsafe { job.execute() }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn execute_traced(&self, trace: &TraceBuffer, job: JobRef) {
+        trace.record(self.registry.uptime_ns(), Kind::JobStart, 0);
+        // SAFETY: as in `execute`.
+        unsafe { job.execute() }
+        trace.record(self.registry.uptime_ns(), Kind::JobEnd, 0);
+    }
+
+    /// This worker's event ring, if tracing is on. With `--cfg magpie_no_trace` the checks
+    /// compile away entirely (for measuring what they cost; BENCHMARKS.md).
+    #[inline(always)]
+    fn tracer(&self) -> Option<&TraceBuffer> {
+        if cfg!(magpie_no_trace) {
+            None
+        } else {
+            self.trace.as_deref()
+        }
+    }
+
+    /// Records an event if tracing is on.
+    #[inline]
+    fn trace_event(&self, kind: Kind, arg: u64) {
+        if let Some(trace) = self.tracer() {
+            trace.record(self.registry.uptime_ns(), kind, arg);
+        }
+    }
+
+    /// Counts a forced yield: the running poll ran out of its cooperative budget.
+    #[cold]
+    pub(crate) fn count_forced_yield(&self) {
+        bump(&self.counters.budget_forced_yields);
+    }
+
+    /// Counts one job run on this worker.
+    #[inline]
+    pub(crate) fn count_job(&self) {
+        bump(&self.counters.jobs_executed);
+    }
+    fn run(&self, work: Work) {
+        match work {
+            Work::Job(job) => self.execute(job),
+            Work::Task(task) => self.run_task(task),
+        }
+    }
+
+    /// Waits, without idling while work exists, until `latch` is set: the `join` whose second
+    /// half was stolen. Runs jobs (its own, stolen ones, injected ones) meanwhile, and parks
+    /// if there are none.
+    ///
+    /// It runs jobs only, never tasks: the stolen half is what this `join` waits for, and a
+    /// task's poll may take arbitrarily long (or block on something that needs this very
+    /// `join` to finish), which would delay the `join` for something unrelated to it. Tasks
+    /// queued on this worker meanwhile are stolen by the others (R6 in sleep/README.md makes
+    /// sure a worker that can run them is woken).
+    #[inline]
+    pub(crate) fn wait_until(&self, latch: &SpinLatch) {
+        if !latch.probe() {
+            self.wait_until_cold(latch);
+        }
+    }
+
+    #[cold]
+    fn wait_until_cold(&self, latch: &SpinLatch) {
+        let sleep = &self.registry.sleep;
+        sleep.set_join_waiting(self.index, true);
+        // Tasks this worker queued are better run by someone else than wait for the join.
+        if self.has_local_tasks() {
+            sleep.notify_task();
+        }
+        let mut idle = IdleLoop::new(self, true);
+        while !latch.probe() {
+            if let Some(job) = self.find_job() {
+                idle.found_work();
+                self.execute(job);
+                continue;
+            }
+            if !idle.spin() {
+                // Sleep on the latch: announce it, so the setter wakes us (latch.rs).
+                if latch.start_sleeping() {
+                    idle.park();
+                    latch.stop_sleeping();
+                }
+            }
+        }
+        idle.found_work();
+        sleep.set_join_waiting(self.index, false);
+    }
+
+    /// Switched off by `set_active_workers`: hands every job and task queued here on, and
+    /// parks until this worker is active again (returns false) or the runtime terminates
+    /// (returns true).
+    ///
+    /// The deque may hold jobs: a scope's spawns land on the deque of the worker that ran
+    /// the spawning job, which returned without waiting for them. They go to the job inject
+    /// queue, tasks to the task inject queue. (Until then thieves may take them: `steal`
+    /// visits switched-off workers too.)
+    ///
+    /// Time switched off counts as idle time in the statistics (`WorkerStats::idle_time_ns`),
+    /// not as a park: `parks` counts only the sleeps of an active worker without work.
+    #[cold]
+    fn retire(&self) -> bool {
+        let registry = &*self.registry;
+        self.flush_counters();
+        self.counters.begin_park(|| registry.uptime_ns());
+        let terminated = loop {
+            if self.index < registry.active_workers() {
+                // Active again: whatever is queued here is ours to run.
+                break false;
+            }
+            self.hand_on_queues();
+            // We may have driven the timers last (we released the role when we woke); an
+            // active worker that parked meanwhile parked without a timeout. Make sure one
+            // takes the role: one that parks from now on finds it free (`IdleLoop::park`
+            // tries after setting its idle bit); one parked already is woken.
+            // SeqCst: pairs with `register_parked`'s heavy barrier, as the other Dekker
+            // pairs of the sleep protocol do (the role was released with a SeqCst store).
+            crate::sync::atomic::fence(crate::sync::atomic::SeqCst);
+            if registry.timers.needs_driver() {
+                registry.sleep.wake_free_cold();
+            }
+            if registry.is_terminating() {
+                break true;
+            }
+            // Woken by `set_active_workers`, by a `submit_to` that raced our retirement (its
+            // task is in our mailbox: the loop hands it on), or by termination. Not in the
+            // idle bitmap, so no notifier counts on us.
+            registry
+                .sleep
+                .park_retired(self.index, registry.park_safety_net);
+        };
+        self.counters.end_park(|| registry.uptime_ns());
+        terminated
+    }
+
+    /// Hands every job and task queued on this worker to the inject queues (see `retire`).
+    fn hand_on_queues(&self) {
+        let registry = &*self.registry;
+        while let Some(job) = self.pop() {
+            // Wakes a worker for it. The queue closes only when the last worker exits, and
+            // this one has not; should it be closed anyway, the job runs here.
+            if let Err(job) = registry.inject(job) {
+                self.execute(job);
+            }
+        }
+        let mut handed: Vec<_> = self.slots().lifo.take().into_iter().collect();
+        handed.extend(std::iter::from_fn(|| self.ring.pop()));
+        handed.extend(std::iter::from_fn(|| self.slots().mailbox.pop()));
+        if !handed.is_empty() {
+            registry.inject_tasks(handed);
+            registry.sleep.notify_task();
+        }
+    }
+
+    fn has_local_tasks(&self) -> bool {
+        // Relaxed: a hint.
+        !self.ring.is_empty() || !self.slots().lifo.is_empty()
+    }
+
+    /// The main loop: find work, run it, park when there is none, until terminated.
+    fn main_loop(&self) {
+        let mut idle = IdleLoop::new(self, false);
+        loop {
+            if self.index >= self.registry.active_workers() {
+                idle.found_work();
+                if self.retire() {
+                    break;
+                }
+                continue;
+            }
+            if let Some(work) = self.find_work(idle.rounds) {
+                idle.found_work();
+                self.run(work);
+                continue;
+            }
+            if self.registry.is_terminating() {
+                break;
+            }
+            if !idle.spin() {
+                idle.park();
+            }
+        }
+        idle.found_work();
+    }
+}
+
+/// Everything a new worker thread needs.
+pub(crate) struct WorkerSeed {
+    pub(crate) index: usize,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) deque: chase_lev::Worker<JobHeader>,
+    pub(crate) ring: local::Local<Header>,
+}
+
+/// The body of a worker thread.
+pub(crate) fn run(seed: WorkerSeed) {
+    seed.registry.groups.pin_current_thread(seed.index);
+    let (victims_near, victims_far) = seed.registry.groups.victims(seed.index);
+    let trace = seed
+        .registry
+        .traces
+        .as_ref()
+        .map(|traces| traces[seed.index].clone());
+    let worker = WorkerThread {
+        victims_near,
+        victims_far,
+        timed_polls: seed.registry.poll_time_histogram
+            || (trace.is_some() && cfg!(not(magpie_no_trace))),
+        trace,
+        index: seed.index,
+        counters: seed.registry.counters[seed.index].clone(),
+        rng: Cell::new(FastRand::for_worker(seed.index)),
+        registry: seed.registry,
+        deque: seed.deque,
+        ring: seed.ring,
+        tasks: TaskState {
+            countdown: Cell::new(INITIAL_INTERVAL),
+            interval: Cell::new(INITIAL_INTERVAL),
+            mean_task_ns: Cell::new(0.0),
+            batch_start: Cell::new(None),
+            batch_tasks: Cell::new(0),
+            lifo_streak: Cell::new(0),
+            in_task: Cell::new(false),
+            polled: Cell::new(0),
+            local_scheduled: Cell::new(0),
+            lifo_hits: Cell::new(0),
+        },
+    };
+    set(&worker.counters.interval, u64::from(INITIAL_INTERVAL));
+    set(
+        &worker.counters.thread_id,
+        super::topology::current_thread_id(),
+    );
+    CURRENT.with(|c| c.set(&worker));
+    // Jobs and tasks catch their users' panics; a panic escaping here is a bug in magpie.
+    let guard = AbortIfPanic;
+    worker.main_loop();
+    // Still this thread's worker: the last one out runs the jobs that came in late.
+    let last = worker.registry.worker_exiting(&worker);
+    worker.flush_counters();
+    std::mem::forget(guard);
+    debug_assert!(
+        worker.deque.is_empty(),
+        "worker exited with jobs in its deque"
+    );
+    debug_assert!(
+        !worker.has_local_tasks(),
+        "worker exited with tasks in its queues"
+    );
+    CURRENT.with(|c| c.set(ptr::null()));
+    worker.registry.worker_exited(last);
+}

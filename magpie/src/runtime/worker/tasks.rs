@@ -1,0 +1,324 @@
+//! The task side of a worker: its LIFO slot and ring, the inject queue and mailbox pulls,
+//! polling a task, the per-poll counters and the periodic maintenance (find-work steps 2 and
+//! 3 of the module docs of `worker`).
+
+use std::cell::Cell;
+use std::ptr::NonNull;
+use std::time::Instant;
+
+use crate::queue::local::{self, Overflow};
+use crate::runtime::registry::{Registry, Task};
+use crate::stats::trace::Kind;
+use crate::stats::{add, bump, histogram_bucket, set, WorkerCounters};
+use crate::task::coop;
+use crate::task::raw::Header;
+
+use super::WorkerThread;
+
+/// The most tasks a worker polls from its LIFO slot in a row before it takes one from the
+/// head of its ring (tokio and the seed: 3), so that two tasks waking each other cannot
+/// starve the rest of the ring.
+const MAX_LIFO_POLLS: u32 = 3;
+
+/// Bounds of the adaptive maintenance interval, in tasks (the seed's clamp).
+const MIN_INTERVAL: u32 = 8;
+const MAX_INTERVAL: u32 = 255;
+/// The interval a worker starts with, before it has measured any task.
+pub(super) const INITIAL_INTERVAL: u32 = 61;
+/// How long a task may wait in the inject queue, about: the interval is this divided by the
+/// mean task time (the seed's target latency).
+const TARGET_LATENCY_NS: f64 = 1_000_000.0;
+/// Weight of the newest sample in the mean task time (the seed's EWMA alpha).
+const EWMA_ALPHA: f64 = 0.1;
+/// The task scheduler's per-worker bookkeeping (single-threaded: plain cells).
+#[derive(Debug)]
+pub(super) struct TaskState {
+    /// Tasks left to run before the next maintenance (inject check, timers, EWMA).
+    pub(super) countdown: Cell<u32>,
+    /// The current maintenance interval, in tasks: clamp(1 ms / mean task time, 8, 255).
+    pub(super) interval: Cell<u32>,
+    /// Mean task time in ns (EWMA), 0 before the first sample.
+    pub(super) mean_task_ns: Cell<f64>,
+    /// When the current batch of tasks started (the last maintenance), if the worker has not
+    /// parked since.
+    pub(super) batch_start: Cell<Option<Instant>>,
+    /// Tasks run since the last maintenance.
+    pub(super) batch_tasks: Cell<u32>,
+    /// LIFO-slot polls in a row.
+    pub(super) lifo_streak: Cell<u32>,
+    /// Whether a task is being polled on this worker (then its wakes go to the LIFO slot).
+    pub(super) in_task: Cell<bool>,
+    /// The per-poll counters, counted here and added to the shared ones by
+    /// `flush_counters`: at maintenance, when the local queues run dry, and before parking.
+    /// A plain increment on the worker's own stack is the cheapest count there is, and these
+    /// are bumped once or twice per poll (a `yield_many` poll is about 25 ns).
+    pub(super) polled: Cell<u64>,
+    pub(super) local_scheduled: Cell<u64>,
+    pub(super) lifo_hits: Cell<u64>,
+}
+/// Adds one to a worker-local count (see `TaskState::polled`).
+#[inline(always)]
+fn count(cell: &Cell<u64>) {
+    if cfg!(not(magpie_no_stats)) {
+        cell.set(cell.get() + 1);
+    }
+}
+/// Where a full ring sends half of its tasks: the inject queue, counted as an overflow.
+pub(super) struct ToInject<'a> {
+    registry: &'a Registry,
+    counters: &'a WorkerCounters,
+}
+
+impl Overflow<Header> for ToInject<'_> {
+    fn push_batch(&self, items: impl Iterator<Item = NonNull<Header>>) {
+        bump(&self.counters.overflows);
+        self.registry.inject_tasks(items);
+    }
+}
+impl WorkerThread {
+    /// Queues a task woken or spawned on this worker.
+    ///
+    /// Woken by the task being polled here (not a yield), it goes to the LIFO slot and runs
+    /// next: a task that sends a message and the task that receives it then run back to back,
+    /// with the message hot in cache. The task it displaces, and every yield or wake from
+    /// outside a poll, goes to the back of the ring.
+    ///
+    /// **The stranded LIFO task** (tokio#4941). If the task that filled the slot keeps
+    /// running for a long time, the slot's task waits for it, while other workers may be
+    /// idle; tokio's slot cannot be stolen and the task waits indefinitely. Here the slot is
+    /// an atomic that thieves may empty (after [`LIFO_STEAL_ROUND`] rounds of searching, so
+    /// that an owner about to run it is not robbed), and filling it notifies the idle workers
+    /// like any other push, so an idle worker is awake to take it.
+    pub(crate) fn schedule_local(&self, task: Task, is_yield: bool) {
+        count(&self.tasks.local_scheduled);
+        let ptr = task.into_header();
+        if is_yield || !self.tasks.in_task.get() {
+            self.ring.push_back(ptr, &self.to_inject());
+        } else {
+            if let Some(displaced) = self.slots().lifo.replace(ptr) {
+                self.ring.push_back(displaced, &self.to_inject());
+            }
+        }
+        self.registry.sleep.notify_task();
+    }
+
+    pub(super) fn to_inject(&self) -> ToInject<'_> {
+        ToInject {
+            registry: &self.registry,
+            counters: &self.counters,
+        }
+    }
+
+    /// Takes the task in this worker's own LIFO slot.
+    pub(super) fn take_lifo(&self) -> Option<Task> {
+        let ptr = self.slots().lifo.take()?;
+        // SAFETY: the slot held this task's Notified (see `schedule_local`).
+        Some(unsafe { Task::from_header(ptr) })
+    }
+
+    /// Steps 2 and 3 of the find-work order for tasks: maintenance and the inject queue every
+    /// `interval` tasks, the LIFO slot (at most [`MAX_LIFO_POLLS`] in a row), the ring, the
+    /// mailbox, the inject queue.
+    pub(super) fn next_task(&self) -> Option<Task> {
+        let state = &self.tasks;
+        if state.countdown.get() == 0 {
+            self.maintenance();
+            // Fairness: tasks from outside and submitted ones get a turn even while the
+            // local queues never run dry.
+            if let Some(task) = self.pull_mailbox().or_else(|| self.pull_inject()) {
+                return Some(task);
+            }
+        }
+        if state.lifo_streak.get() < MAX_LIFO_POLLS {
+            if let Some(task) = self.take_lifo() {
+                state.lifo_streak.set(state.lifo_streak.get() + 1);
+                count(&state.lifo_hits);
+                return Some(task);
+            }
+        }
+        state.lifo_streak.set(0);
+        if let Some(ptr) = self.ring.pop() {
+            // SAFETY: the ring holds Notified pointers (see `schedule_local`).
+            return Some(unsafe { Task::from_header(ptr) });
+        }
+        if let Some(task) = self.take_lifo() {
+            state.lifo_streak.set(1);
+            count(&state.lifo_hits);
+            return Some(task);
+        }
+        self.pull_mailbox().or_else(|| self.pull_inject())
+    }
+
+    /// Takes a task submitted to this worker.
+    pub(super) fn pull_mailbox(&self) -> Option<Task> {
+        let ptr = self.slots().mailbox.pop()?;
+        // SAFETY: the mailbox holds Notified pointers (see `Registry::spawn_to`).
+        Some(unsafe { Task::from_header(ptr) })
+    }
+
+    /// Takes a batch from the inject queue: this worker's share (the queue's length divided
+    /// by the workers, plus one), as much as half its free ring allows. Returns the first and
+    /// queues the rest on the ring.
+    pub(super) fn pull_inject(&self) -> Option<Task> {
+        let inject = &self.registry.task_inject;
+        if inject.is_empty() {
+            return None;
+        }
+        let share = inject.len() / self.registry.active_workers() + 1;
+        let room = self.ring.remaining_slots() / 2;
+        let batch = share.min(room).min(local::CAPACITY / 2);
+        let (ptr, pulled) = if batch <= 1 {
+            (inject.pop()?, 1)
+        } else {
+            // One lock for the whole batch; the oldest comes back out of the ring first.
+            let mut into = IntoRing {
+                worker: self,
+                spill: Vec::new(),
+            };
+            let pulled = inject.pop_batch(batch, &mut into);
+            if !into.spill.is_empty() {
+                debug_assert!(false, "a batch from the inject queue overflowed the ring");
+                self.to_inject().push_batch(into.spill.into_iter());
+            }
+            if pulled == 0 {
+                return None;
+            }
+            (self.ring.pop()?, pulled)
+        };
+        bump(&self.counters.inject_pulls);
+        self.trace_event(Kind::InjectPull, pulled as u64);
+        // SAFETY: the inject queue holds Notified pointers (see `Registry::push_remote`).
+        Some(unsafe { Task::from_header(ptr) })
+    }
+
+    /// Polls a task once, with a fresh cooperative budget.
+    pub(super) fn run_task(&self, task: Task) {
+        let state = &self.tasks;
+        state.countdown.set(state.countdown.get().saturating_sub(1));
+        state.batch_tasks.set(state.batch_tasks.get() + 1);
+        // Counted before the poll, so that a snapshot never shows more tasks finished than
+        // polled (`tasks_executed` is counted during the poll).
+        count(&state.polled);
+        state.in_task.set(true);
+        if self.timed_polls {
+            self.run_task_timed(task);
+        } else {
+            // The harness catches every panic of user code.
+            // A completed task was counted by `Registry::release`, before it left the live
+            // list.
+            let _completed = coop::with_budget(|| task.run());
+        }
+        state.in_task.set(false);
+    }
+
+    /// `run_task` with the poll timed, for the histogram and the trace.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn run_task_timed(&self, task: Task) {
+        let id = task.raw().as_ptr().as_ptr() as u64;
+        let start = self.registry.uptime_ns();
+        if let Some(trace) = self.tracer() {
+            trace.record(start, Kind::PollStart, id);
+        }
+        let _completed = coop::with_budget(|| task.run());
+        let end = self.registry.uptime_ns();
+        if let Some(trace) = self.tracer() {
+            trace.record(end, Kind::PollEnd, id);
+        }
+        if self.registry.poll_time_histogram {
+            bump(&self.counters.poll_time_histogram[histogram_bucket(end - start)]);
+        }
+    }
+
+    /// Publishes the worker-local poll count. Called when a task completes
+    /// (`Registry::release`), before the completion is counted, so that no snapshot shows
+    /// more tasks executed than polled. Only this count: a completion is the hot path of
+    /// `spawn_many_local`, and the other two may lag.
+    #[inline]
+    pub(crate) fn flush_polled(&self) {
+        let polled = &self.tasks.polled;
+        if polled.get() != 0 {
+            add(&self.counters.tasks_polled, polled.replace(0));
+        }
+    }
+
+    /// Adds the worker-local per-poll counts to the shared counters (see
+    /// `TaskState::polled`).
+    pub(super) fn flush_counters(&self) {
+        let state = &self.tasks;
+        let counters = &self.counters;
+        for (local, shared) in [
+            (&state.polled, &counters.tasks_polled),
+            (&state.local_scheduled, &counters.local_schedules),
+            (&state.lifo_hits, &counters.lifo_hits),
+        ] {
+            if local.get() != 0 {
+                add(shared, local.replace(0));
+            }
+        }
+    }
+
+    /// Every `interval` tasks: update the mean task time and the interval, flush the
+    /// per-poll counters, and fire the timers that are due (busy workers drive the timers
+    /// too).
+    pub(super) fn maintenance(&self) {
+        self.flush_counters();
+        let state = &self.tasks;
+        let now = crate::sync::time::now();
+        if let Some(start) = state.batch_start.get() {
+            let tasks = state.batch_tasks.get().max(1);
+            let sample = now.duration_since(start).as_nanos() as f64 / f64::from(tasks);
+            let old = state.mean_task_ns.get();
+            let mean = if old > 0.0 {
+                old + EWMA_ALPHA * (sample - old)
+            } else {
+                sample
+            };
+            state.mean_task_ns.set(mean);
+            let interval = (TARGET_LATENCY_NS / mean.max(1.0))
+                .clamp(f64::from(MIN_INTERVAL), f64::from(MAX_INTERVAL));
+            state.interval.set(interval as u32);
+            set(&self.counters.interval, u64::from(state.interval.get()));
+            set(&self.counters.mean_task_ns, mean as u64);
+        }
+        state.batch_start.set(Some(now));
+        state.batch_tasks.set(0);
+        state.countdown.set(state.interval.get());
+        let timers = &self.registry.timers;
+        if timers.is_due(now) && timers.try_drive(self.index) {
+            timers.fire_due();
+            timers.release();
+        }
+    }
+}
+
+/// Lets `Inject::pop_batch` move tasks straight into the ring.
+///
+/// `pop_batch` calls `extend` with the inject queue's lock held, so nothing here may push to
+/// the inject queue: a ring overflow would, and would deadlock on that lock. The batch is
+/// sized by `remaining_slots`, which counts slots a thief is still copying out as taken, and
+/// only this worker pushes, so the ring cannot overflow. Should that reasoning ever break,
+/// what does not fit waits in `spill` and goes to the inject queue after the lock is
+/// released (`Vec::new` does not allocate, so the normal case costs nothing).
+struct IntoRing<'w> {
+    worker: &'w WorkerThread,
+    spill: Vec<NonNull<Header>>,
+}
+
+/// Keeps overflowing tasks for later (see [`IntoRing`]).
+struct Spill<'a>(std::cell::RefCell<&'a mut Vec<NonNull<Header>>>);
+
+impl Overflow<Header> for Spill<'_> {
+    fn push_batch(&self, items: impl Iterator<Item = NonNull<Header>>) {
+        self.0.borrow_mut().extend(items);
+    }
+}
+
+impl Extend<NonNull<Header>> for IntoRing<'_> {
+    fn extend<I: IntoIterator<Item = NonNull<Header>>>(&mut self, items: I) {
+        let spill = Spill(std::cell::RefCell::new(&mut self.spill));
+        for ptr in items {
+            self.worker.ring.push_back(ptr, &spill);
+        }
+    }
+}
