@@ -45,6 +45,8 @@ pub(crate) struct Driver {
     tick: u32,
     /// The slab's slots as of the last refresh (`slab.rs`, "Allocation and dispatch").
     slots: Vec<Arc<ScheduledIo>>,
+    /// Events dropped for a stale generation (a freed slot's), for statistics once wired.
+    stale: u64,
     shared: Arc<Shared>,
 }
 
@@ -88,6 +90,7 @@ impl Driver {
             events: Events::with_capacity(EVENTS_PER_TURN),
             tick: 0,
             slots: Vec::new(),
+            stale: 0,
             shared: shared.clone(),
         };
         Ok((driver, Handle { shared }))
@@ -123,9 +126,16 @@ impl Driver {
                 delivered += 1;
                 // No lock of ours is held: the wakers (user code) run here, contained.
                 io.wake(generation, slab::GENERATION_MASK, ready);
+            } else {
+                self.stale += 1;
             }
         }
         Ok(delivered)
+    }
+
+    /// Events dropped so far because their slot had been freed (or the driver shut down).
+    pub(crate) fn stale_events(&self) -> u64 {
+        self.stale
     }
 
     /// The tick of the last turn (tests).

@@ -185,20 +185,20 @@ pub(crate) struct ReadyEvent {
 
 // The word's fields (mod.rs, "The readiness word").
 /// Bits 0..5: the readiness bits ([`Readiness`]).
-const READINESS_MASK: u64 = Readiness::ALL.bits();
+pub(super) const READINESS_MASK: u64 = Readiness::ALL.bits();
 /// Bit 5: set once by `shutdown`, never cleared (invariant 5).
-const SHUTDOWN: u64 = 1 << 5;
+pub(super) const SHUTDOWN: u64 = 1 << 5;
 /// Bits 8..32: the slot's generation.
 pub(crate) const GENERATION_SHIFT: u32 = 8;
 /// The width of the generation field in the word. The token carries at most this many bits
 /// of it (`slab.rs`, `GENERATION_BITS`).
 pub(crate) const WORD_GENERATION_BITS: u32 = 24;
-const GENERATION_MASK: u64 = ((1 << WORD_GENERATION_BITS) - 1) << GENERATION_SHIFT;
+pub(super) const WORD_GENERATION_MASK: u64 = ((1 << WORD_GENERATION_BITS) - 1) << GENERATION_SHIFT;
 /// Bits 32..64: the tick of the last turn that set readiness.
-const TICK_SHIFT: u32 = 32;
+pub(super) const TICK_SHIFT: u32 = 32;
 
 const fn generation_of(word: u64) -> u32 {
-    ((word & GENERATION_MASK) >> GENERATION_SHIFT) as u32
+    ((word & WORD_GENERATION_MASK) >> GENERATION_SHIFT) as u32
 }
 
 const fn tick_of(word: u64) -> u32 {
@@ -334,7 +334,7 @@ impl ScheduledIo {
             if (stale && !cfg!(magpie_loom_broken)) || word & SHUTDOWN != 0 {
                 return None;
             }
-            let kept = word & (GENERATION_MASK | SHUTDOWN);
+            let kept = word & (WORD_GENERATION_MASK | SHUTDOWN);
             let bits = (word & READINESS_MASK) | ready.bits();
             Some(kept | bits | (u64::from(tick) << TICK_SHIFT))
         })
@@ -448,8 +448,8 @@ impl ScheduledIo {
     pub(crate) fn retire(&self) -> Woken {
         self.update(|word| {
             let generation = (generation_of(word).wrapping_add(1) as u64) << GENERATION_SHIFT;
-            let kept = word & (SHUTDOWN | !(GENERATION_MASK | READINESS_MASK));
-            Some(kept | (generation & GENERATION_MASK))
+            let kept = word & (SHUTDOWN | !(WORD_GENERATION_MASK | READINESS_MASK));
+            Some(kept | (generation & WORD_GENERATION_MASK))
         });
         let mut waiters = lock(&self.waiters);
         Woken {
