@@ -30,12 +30,14 @@ use crate::sync::Arc;
 /// The token of the driver's `mio::Waker`; names no slot (`slab::MAX_SLOTS`).
 const WAKER_TOKEN: Token = Token(usize::MAX);
 
-/// Events read from the OS per turn. More wait for the next turn (mio is edge-triggered
-/// per source, but the kernel keeps ready sources queued until read). 1024, as tokio: one
-/// turn then handles a busy server's burst without holding its thread for long.
+/// Events read from the OS per turn; the kernel keeps the rest on its ready list for the next
+/// turn. 1024, as tokio: one turn handles a busy server's burst without holding its thread
+/// for long.
 const EVENTS_PER_TURN: usize = 1024;
 
-/// The holder's part of the driver (module docs).
+/// The holder's part of the driver (module docs). Dropping it shuts the driver down
+/// ([`Handle::shutdown`]): nobody would turn it again, so every waiter gets `Err` rather than
+/// waiting for good.
 #[derive(Debug)]
 pub(crate) struct Driver {
     poll: mio::Poll,
@@ -142,6 +144,16 @@ impl Driver {
     #[cfg(test)]
     pub(crate) fn tick(&self) -> u32 {
         self.tick
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        // Wakers run here, contained, with no lock held (`Handle::shutdown`).
+        Handle {
+            shared: self.shared.clone(),
+        }
+        .shutdown();
     }
 }
 

@@ -279,3 +279,50 @@ fn word_fields_are_disjoint_and_tokens_round_trip() {
     // The driver's own token names no slot that can be allocated.
     assert!(slab::decode(usize::MAX).0 >= slab::MAX_SLOTS);
 }
+
+#[test]
+fn dropping_the_driver_fails_the_waiters() {
+    let (driver, handle) = driver();
+    let (_client, mut server) = pair();
+    let registration = handle.register(&mut server, Interest::READABLE).unwrap();
+    let waker = Arc::new(CountingWaker::default());
+    assert!(poll_read(&registration, &waker).is_pending());
+    drop(driver);
+    assert_eq!(waker.wakes(), 1);
+    assert!(matches!(
+        poll_read(&registration, &waker),
+        Poll::Ready(Err(_))
+    ));
+    assert!(handle.register(&mut server, Interest::READABLE).is_err());
+    handle.deregister(&mut server, registration).unwrap();
+}
+
+/// A waker that panics when woken costs its own wake: the driver's turn catches it and
+/// returns normally, the readiness recorded.
+#[test]
+fn a_panicking_waker_is_contained() {
+    struct Bomb;
+    impl Wake for Bomb {
+        fn wake(self: Arc<Self>) {
+            panic!("waker bomb");
+        }
+    }
+    let (mut driver, handle) = driver();
+    let (mut client, mut server) = pair();
+    let registration = handle.register(&mut server, Interest::READABLE).unwrap();
+    let bomb = Waker::from(Arc::new(Bomb));
+    assert!(registration
+        .poll_ready(Direction::Read, &mut Context::from_waker(&bomb))
+        .is_pending());
+    client.write_all(b"x").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    // The bomb goes off inside this turn.
+    while driver.turn(Some(Duration::from_millis(10))).unwrap() == 0 {
+        assert!(Instant::now() < deadline, "no event within 5 s");
+    }
+    let counting = Arc::new(CountingWaker::default());
+    assert!(
+        matches!(poll_read(&registration, &counting), Poll::Ready(Ok(e)) if e.ready.is_readable())
+    );
+    handle.deregister(&mut server, registration).unwrap();
+}
