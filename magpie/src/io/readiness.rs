@@ -40,7 +40,7 @@
 //!
 //! No user code runs under `waiters`: a waker's `wake` and `drop` are user code, so wakers
 //! leave the slots under the lock and are woken or dropped after it is released, each inside
-//! a panic boundary ([`wake_contained`]).
+//! a panic boundary ([`Woken::wake_contained`]).
 
 use std::fmt;
 use std::task::{Context, Poll, Waker};
