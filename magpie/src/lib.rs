@@ -114,6 +114,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(loom, allow(dead_code, unused_imports, unreachable_pub))]
 
+pub(crate) mod io;
 mod queue;
 mod sleep;
 mod sync;
