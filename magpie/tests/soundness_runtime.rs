@@ -409,3 +409,27 @@ fn a_runtime_dropped_in_its_own_blocking_closure_detaches() {
         },
     );
 }
+
+/// A task polled for the first time while its runtime shuts down files its timer nowhere.
+/// Before the fix, the timer moved to the global runtime (its own was closing), which started
+/// that runtime's threads for a task that was cancelled already: a process that never used the
+/// global runtime had its threads left over (`shutdown_stress::create_run_drop_cycles` saw
+/// them, once in a CI run).
+#[test]
+fn a_cancelled_task_files_no_timer_with_the_global_runtime() {
+    in_child(
+        "a_cancelled_task_files_no_timer_with_the_global_runtime",
+        || {
+            let before = common::thread_count();
+            for _ in 0..2_000 {
+                let rt = Runtime::builder().worker_threads(1).build().unwrap();
+                // Dropped at once: the first poll of each races the shutdown.
+                for _ in 0..4 {
+                    drop(rt.spawn(magpie::time::sleep(Duration::from_secs(3600))));
+                }
+                drop(rt);
+            }
+            common::assert_thread_count_returns_to(before, "after 2,000 runtimes");
+        },
+    );
+}

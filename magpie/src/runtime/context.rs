@@ -35,6 +35,17 @@ pub(crate) fn current_registry() -> Arc<Registry> {
     super::global::registry().clone()
 }
 
+/// Whether this thread is a worker of a runtime that is shutting down, polling one of its
+/// tasks. Every such task was cancelled before the shutdown told the workers to stop
+/// (`Runtime::shutdown` cancels, then terminates), and is dropped when this poll returns: a
+/// timer it files now would never be needed, and filing it elsewhere would start the global
+/// runtime for nothing.
+pub(crate) fn in_task_of_terminating_runtime() -> bool {
+    // SAFETY: a non-null current worker is live for the duration of this call.
+    unsafe { WorkerThread::current().as_ref() }
+        .is_some_and(|worker| worker.is_polling_task() && worker.registry().is_terminating())
+}
+
 /// Makes `registry` the current runtime of this thread until the guard drops.
 pub(crate) fn enter(registry: &Arc<Registry>) -> EnterGuard {
     // Torn down already (a thread-local destructor): nothing to enter, and nothing to pop.

@@ -187,6 +187,12 @@ impl Future for Sleep {
             coop.made_progress();
             return Poll::Ready(());
         }
+        if context::in_task_of_terminating_runtime() {
+            // A cancelled task, polled one last time as its runtime shuts down: nothing will
+            // wait for this timer (see the function's docs).
+            this.cancel();
+            return Poll::Pending;
+        }
         // Cloned before the entry is touched: a clone that panics leaves the timer as it was.
         let waker = cx.waker().clone();
         let (registry, old) = match this.entry.take() {

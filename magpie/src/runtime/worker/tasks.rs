@@ -76,6 +76,11 @@ impl Overflow<Header> for ToInject<'_> {
     }
 }
 impl WorkerThread {
+    /// Whether this worker is polling one of its runtime's tasks right now.
+    pub(crate) fn is_polling_task(&self) -> bool {
+        self.tasks.in_task.get()
+    }
+
     /// Queues a task woken or spawned on this worker.
     ///
     /// Woken by the task being polled here (not a yield), it goes to the LIFO slot and runs
