@@ -12,26 +12,7 @@ use super::{Direction, Readiness, ScheduledIo};
 use crate::io::slab::{Slab, GENERATION_MASK};
 use crate::sync::atomic::*;
 use crate::sync::{Arc, AtomicUsize};
-use crate::util::loom_support::model;
-
-/// Counts its wakes.
-struct CountingWaker(AtomicUsize);
-
-impl CountingWaker {
-    fn new() -> StdArc<CountingWaker> {
-        StdArc::new(CountingWaker(AtomicUsize::new(0)))
-    }
-
-    fn wakes(&self) -> usize {
-        self.0.load(Relaxed)
-    }
-}
-
-impl Wake for CountingWaker {
-    fn wake(self: StdArc<Self>) {
-        self.0.fetch_add(1, Relaxed);
-    }
-}
+use crate::util::loom_support::{model, CountingWaker};
 
 /// Polls `io` for reading with `waker`.
 fn poll_read(io: &ScheduledIo, waker: &StdArc<CountingWaker>) -> Poll<super::ReadyEvent> {

@@ -5,7 +5,7 @@
 use std::ptr::{self, NonNull};
 
 use crate::join::job::{JobHeader, JobRef, StackJob};
-use crate::join::latch::{CrossLatch, LockLatch};
+use crate::join::latch::{CrossLatch, Latch, LockLatch};
 use crate::queue::chase_lev::Stealer;
 use crate::queue::inject::Inject;
 use crate::queue::lifo::LifoSlot;
@@ -488,25 +488,7 @@ impl Registry {
         OP: FnOnce(&WorkerThread) -> R + Send,
         R: Send,
     {
-        let job = StackJob::new(
-            || {
-                let worker = WorkerThread::current();
-                // SAFETY: the job runs on a worker thread, whose `WorkerThread` is live and
-                // registered for the whole time the worker runs jobs.
-                let worker = unsafe { worker.as_ref() }.expect("injected job ran off a worker");
-                op(worker)
-            },
-            LockLatch::new(),
-        );
-        if self.inject(job.as_job_ref()).is_err() {
-            // Refused, so never shared: `op` is dropped here, unrun. Quietly: the panic to
-            // see is the refusal.
-            unwind::drop_quietly(job);
-            refused_after_shutdown();
-        }
-        job.latch.wait();
-        // SAFETY: the latch was observed set by `wait` (under its mutex).
-        unsafe { job.into_result() }
+        self.inject_and_wait(op, LockLatch::new(), LockLatch::wait)
     }
 
     /// Runs `op` on a worker of this registry from `current`, a worker of another runtime,
@@ -524,22 +506,40 @@ impl Registry {
         R: Send,
     {
         debug_assert!(!ptr::eq(current.registry(), self));
+        self.inject_and_wait(op, CrossLatch::new(current), |latch| {
+            current.wait_until(latch.as_spin());
+        })
+    }
+
+    /// Queues `op` as a job with `latch` on this registry's job inject queue, has `wait`
+    /// wait until the latch is set (it must not return before), and returns `op`'s value or
+    /// resumes its panic. A job refused because every worker has exited is dropped unrun,
+    /// and the caller panics (`refused_after_shutdown`).
+    fn inject_and_wait<L, OP, R>(&self, op: OP, latch: L, wait: impl FnOnce(&L)) -> R
+    where
+        L: Latch,
+        OP: FnOnce(&WorkerThread) -> R + Send,
+        R: Send,
+    {
         let job = StackJob::new(
             || {
                 let worker = WorkerThread::current();
-                // SAFETY: as in `in_worker_cold`.
+                // SAFETY: the job runs on a worker thread, whose `WorkerThread` is live and
+                // registered for the whole time the worker runs jobs.
                 let worker = unsafe { worker.as_ref() }.expect("injected job ran off a worker");
                 op(worker)
             },
-            CrossLatch::new(current),
+            latch,
         );
         if self.inject(job.as_job_ref()).is_err() {
-            // As in `in_worker_cold`.
+            // Refused, so never shared: `op` is dropped here, unrun. Quietly: the panic to
+            // see is the refusal.
             unwind::drop_quietly(job);
             refused_after_shutdown();
         }
-        current.wait_until(job.latch.as_spin());
-        // SAFETY: `wait_until` returned, so the latch was probed set on this thread.
+        wait(&job.latch);
+        // SAFETY: `wait` returned only once the latch was set (its contract), so the job ran
+        // and will not be touched again; `job` stayed in place on this frame until now.
         unsafe { job.into_result() }
     }
 

@@ -110,88 +110,6 @@ pub(crate) fn set(gauge: &AtomicU64, value: u64) {
     gauge.store(value, Relaxed);
 }
 
-impl WorkerCounters {
-    /// The worker parks (or is switched off) now. `clock` reads the time since the runtime
-    /// started; it is read inside the sequence lock, as in [`end_park`](Self::end_park), so
-    /// that a snapshot that still finds the worker awake read its clock before this one:
-    /// otherwise it would credit the worker with busy time that the next snapshot, finding
-    /// the park, takes back.
-    pub(crate) fn begin_park(&self, clock: impl FnOnce() -> u64) {
-        self.write_park(|| {
-            // Pairs with the fence in `read_park` (see `end_park`).
-            std::sync::atomic::fence(SeqCst);
-            set(&self.parked_since, clock() + 1);
-        });
-    }
-
-    /// The park begun by [`begin_park`](Self::begin_park) ends: its length moves from
-    /// `parked_since` into `parked_ns` in one step as readers see it. `clock` reads the time
-    /// since the runtime started; returns that reading.
-    ///
-    /// The clock is read *after* the sequence turns odd, and a snapshot reads its clock
-    /// *before* it checks the sequence (`read_park`, behind a SeqCst fence that pairs with
-    /// the one here). So a snapshot that finds this worker still parked read its clock before
-    /// this one: the time it credits to the running park is never more than the park turns
-    /// out to be, and idle time never goes backwards. (This leans on the monotonic clock
-    /// agreeing across threads with the order of the two fences, as `CLOCK_MONOTONIC` does.)
-    pub(crate) fn end_park(&self, clock: impl FnOnce() -> u64) -> u64 {
-        let mut now = 0;
-        self.write_park(|| {
-            // Pairs with the fence in `read_park` (see above).
-            std::sync::atomic::fence(SeqCst);
-            now = clock();
-            let since = self.parked_since.load(Relaxed);
-            if since != 0 {
-                add(&self.parked_ns, now.saturating_sub(since - 1));
-            }
-            set(&self.parked_since, 0);
-        });
-        now
-    }
-
-    /// Runs the worker's update `write` of the park fields inside the sequence lock.
-    fn write_park(&self, write: impl FnOnce()) {
-        // Single writer: the worker. Relaxed load of its own count.
-        let seq = self.park_seq.load(Relaxed);
-        self.park_seq.store(seq.wrapping_add(1), Relaxed);
-        // Release: the odd count is ordered before the field writes for a reader that sees
-        // any of them (pairs with the fence in `read_park`).
-        std::sync::atomic::fence(Release);
-        write();
-        // Release: pairs with the Acquire load that opens `read_park`: a reader that sees
-        // this even count sees the field writes.
-        self.park_seq.store(seq.wrapping_add(2), Release);
-    }
-
-    /// `(parked_ns, parked_since, now)` as of one moment between the worker's updates, with
-    /// `now` read from `clock` after the fields and before the sequence is checked.
-    ///
-    /// Reading the clock after the fields means an unpark (or park) seen was timed before
-    /// `now`, so busy time (`now` less idle time) never goes backwards; reading it before the
-    /// check means a park seen still running ends after `now` (see `end_park`), so idle time
-    /// never goes backwards either.
-    fn read_park(&self, clock: &dyn Fn() -> u64) -> (u64, u64, u64) {
-        loop {
-            // Acquire: pairs with the Release store that closes `write_park`.
-            let before = self.park_seq.load(Acquire);
-            let parked_ns = self.parked_ns.load(Relaxed);
-            let parked_since = self.parked_since.load(Relaxed);
-            let now = clock();
-            // SeqCst: pairs with the SeqCst fences in `begin_park` and `end_park` (see
-            // there), and as an Acquire fence with the Release fence in `write_park`: if
-            // either field load saw a write of an update in progress, the load below sees
-            // its odd count (or later).
-            std::sync::atomic::fence(SeqCst);
-            let after = self.park_seq.load(Relaxed);
-            if before == after && before % 2 == 0 {
-                return (parked_ns, parked_since, now);
-            }
-            // The facade's hint: under shuttle and loom it lets the writer run.
-            crate::sync::thread::spin_loop();
-        }
-    }
-}
-
 /// What a worker's snapshot needs besides its counters.
 #[derive(Clone, Copy)]
 pub(crate) struct WorkerContext<'a> {
@@ -254,6 +172,81 @@ impl WorkerCounters {
             mailbox_depth: mailbox_depth as u64,
             busy_time_ns: uptime_ns - idle_time_ns,
             idle_time_ns,
+        }
+    }
+
+    /// The worker parks (or is switched off) now. `clock` reads the time since the runtime
+    /// started; it is read inside the sequence lock, as in [`end_park`](Self::end_park), so
+    /// that a snapshot that still finds the worker awake read its clock before this one:
+    /// otherwise it would credit the worker with busy time that the next snapshot, finding
+    /// the park, takes back.
+    pub(crate) fn begin_park(&self, clock: impl FnOnce() -> u64) {
+        self.write_park(clock, |now| set(&self.parked_since, now + 1));
+    }
+
+    /// The park begun by [`begin_park`](Self::begin_park) ends: its length moves from
+    /// `parked_since` into `parked_ns` in one step as readers see it. `clock` reads the time
+    /// since the runtime started; returns that reading.
+    ///
+    /// The clock is read *after* the sequence turns odd, and a snapshot reads its clock
+    /// *before* it checks the sequence (`read_park`, behind a SeqCst fence that pairs with
+    /// the one in `write_park`). So a snapshot that finds this worker still parked read its clock before
+    /// this one: the time it credits to the running park is never more than the park turns
+    /// out to be, and idle time never goes backwards. (This leans on the monotonic clock
+    /// agreeing across threads with the order of the two fences, as `CLOCK_MONOTONIC` does.)
+    pub(crate) fn end_park(&self, clock: impl FnOnce() -> u64) -> u64 {
+        self.write_park(clock, |now| {
+            let since = self.parked_since.load(Relaxed);
+            if since != 0 {
+                add(&self.parked_ns, now.saturating_sub(since - 1));
+            }
+            set(&self.parked_since, 0);
+        })
+    }
+
+    /// Runs the worker's update `write` of the park fields inside the sequence lock, with
+    /// the time `clock` reads once the count is odd; returns that time.
+    fn write_park(&self, clock: impl FnOnce() -> u64, write: impl FnOnce(u64)) -> u64 {
+        // Single writer: the worker. Relaxed load of its own count.
+        let seq = self.park_seq.load(Relaxed);
+        self.park_seq.store(seq.wrapping_add(1), Relaxed);
+        // SeqCst, doing two jobs. As a release fence it orders the odd count before the
+        // field writes for a reader that sees any of them (pairs with the fence in
+        // `read_park`). As a SeqCst fence it orders the clock reading below after the
+        // snapshots that found the old fields (see `end_park`).
+        std::sync::atomic::fence(SeqCst);
+        let now = clock();
+        write(now);
+        // Release: pairs with the Acquire load that opens `read_park`: a reader that sees
+        // this even count sees the field writes.
+        self.park_seq.store(seq.wrapping_add(2), Release);
+        now
+    }
+
+    /// `(parked_ns, parked_since, now)` as of one moment between the worker's updates, with
+    /// `now` read from `clock` after the fields and before the sequence is checked.
+    ///
+    /// Reading the clock after the fields means an unpark (or park) seen was timed before
+    /// `now`, so busy time (`now` less idle time) never goes backwards; reading it before the
+    /// check means a park seen still running ends after `now` (see `end_park`), so idle time
+    /// never goes backwards either.
+    fn read_park(&self, clock: &dyn Fn() -> u64) -> (u64, u64, u64) {
+        loop {
+            // Acquire: pairs with the Release store that closes `write_park`.
+            let before = self.park_seq.load(Acquire);
+            let parked_ns = self.parked_ns.load(Relaxed);
+            let parked_since = self.parked_since.load(Relaxed);
+            let now = clock();
+            // SeqCst: pairs with the fence in `write_park`, as a SeqCst fence (see
+            // `end_park`) and as an acquire fence: if either field load saw a write of an
+            // update in progress, the load below sees its odd count (or later).
+            std::sync::atomic::fence(SeqCst);
+            let after = self.park_seq.load(Relaxed);
+            if before == after && before % 2 == 0 {
+                return (parked_ns, parked_since, now);
+            }
+            // The facade's hint: under shuttle and loom it lets the writer run.
+            crate::sync::thread::spin_loop();
         }
     }
 }

@@ -20,32 +20,13 @@ use super::{Driver, Rearm, Registration};
 use crate::sync::atomic::*;
 use crate::sync::{Arc, AtomicUsize};
 use crate::time::wheel::TimerKey;
-use crate::util::loom_support::model;
-
-/// Counts its wakes.
-struct CountingWaker(AtomicUsize);
-
-impl CountingWaker {
-    fn new() -> StdArc<CountingWaker> {
-        StdArc::new(CountingWaker(AtomicUsize::new(0)))
-    }
-
-    fn wakes(&self) -> usize {
-        self.0.load(Relaxed)
-    }
-}
+use crate::util::loom_support::{model, CountingWaker};
 
 /// Files `waker` due at once with a driver that must accept it.
 fn file(driver: &Driver, old: Option<TimerKey>, waker: Waker) -> (TimerKey, Rearm) {
     match driver.register(old, 0, waker) {
         Registration::Filed { key, rearm } => (key, rearm),
         Registration::Closed(_) => panic!("refused by an open driver"),
-    }
-}
-
-impl Wake for CountingWaker {
-    fn wake(self: StdArc<Self>) {
-        self.0.fetch_add(1, Relaxed);
     }
 }
 
@@ -82,7 +63,7 @@ fn register_fire_cancel(cancel: bool) {
             Rearm::Nobody => 0,
             Rearm::Anyone | Rearm::Driver(_) => driver.fire_due(),
         };
-        let (first, second) = (first.0.load(Relaxed), second.0.load(Relaxed));
+        let (first, second) = (first.wakes(), second.wakes());
         assert_eq!(first, 1, "the first timer fires exactly once");
         assert_eq!(
             first + second,

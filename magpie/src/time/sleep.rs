@@ -154,7 +154,7 @@ impl Sleep {
     }
 
     /// Files the timer with `registry` (re-filing `old`, its previous key there, if any),
-    /// or with the global runtime if `registry` closed its timers meanwhile: the
+    /// or, if `registry` closed its timers meanwhile, where [`fallback_registry`] says: the
     /// `is_terminating` checks in `poll` are a hint, the driver's lock decides (`driver.rs`,
     /// "Closing").
     fn file(&mut self, registry: Arc<Registry>, old: Option<TimerKey>, waker: Waker) {
@@ -162,10 +162,12 @@ impl Sleep {
         let (registry, key, rearm) = match registry.timers.register(old, deadline_ms, waker) {
             Registration::Filed { key, rearm } => (registry, key, rearm),
             Registration::Closed(waker) => {
-                let global = global::registry().clone();
-                let deadline_ms = global.timers.deadline_ms(self.deadline);
-                match global.timers.register(None, deadline_ms, waker) {
-                    Registration::Filed { key, rearm } => (global, key, rearm),
+                let Some(fallback) = fallback_registry() else {
+                    return;
+                };
+                let deadline_ms = fallback.timers.deadline_ms(self.deadline);
+                match fallback.timers.register(None, deadline_ms, waker) {
+                    Registration::Filed { key, rearm } => (fallback, key, rearm),
                     Registration::Closed(_) => unreachable!("the global runtime never shuts down"),
                 }
             }
@@ -187,12 +189,6 @@ impl Future for Sleep {
             coop.made_progress();
             return Poll::Ready(());
         }
-        if context::in_task_of_terminating_runtime() {
-            // A cancelled task, polled one last time as its runtime shuts down: nothing will
-            // wait for this timer (see the function's docs).
-            this.cancel();
-            return Poll::Pending;
-        }
         // Cloned before the entry is touched: a clone that panics leaves the timer as it was.
         let waker = cx.waker().clone();
         let (registry, old) = match this.entry.take() {
@@ -202,23 +198,38 @@ impl Future for Sleep {
                 entry.registry.timers.deregister(entry.key);
                 (live_registry(), None)
             }
-            Some(entry) => (entry.registry, Some(entry.key)),
+            Some(entry) => (Some(entry.registry), Some(entry.key)),
             None => (live_registry(), None),
         };
-        this.file(registry, old, waker);
+        if let Some(registry) = registry {
+            this.file(registry, old, waker);
+        }
         Poll::Pending
     }
 }
 
 /// The runtime a timer is filed with when it has none that runs: the current one (the
 /// worker's, the blocking closure's, the `block_on`'s, else the global one), unless that is
-/// shutting down, then the global one, which never does (it lives in a `static`).
-fn live_registry() -> Arc<Registry> {
+/// shutting down, then [`fallback_registry`].
+fn live_registry() -> Option<Arc<Registry>> {
     let current = context::current_registry();
     if current.is_terminating() {
-        global::registry().clone()
+        fallback_registry()
     } else {
-        current
+        Some(current)
+    }
+}
+
+/// Where a timer goes whose runtime is shutting down: nowhere if this poll is that runtime's
+/// worker polling one of its tasks, which was cancelled and is dropped when the poll returns
+/// (filing it elsewhere would start the global runtime for nothing:
+/// `context::in_task_of_terminating_runtime`); otherwise the global runtime, which never
+/// shuts down (it lives in a `static`), so that a waiter outside the pool still wakes.
+fn fallback_registry() -> Option<Arc<Registry>> {
+    if context::in_task_of_terminating_runtime() {
+        None
+    } else {
+        Some(global::registry().clone())
     }
 }
 

@@ -1,6 +1,11 @@
 //! Helpers shared by the loom models (`cfg(all(test, loom))`).
 
 use std::ptr::NonNull;
+use std::sync::Arc as StdArc;
+use std::task::Wake;
+
+use crate::sync::atomic::Relaxed;
+use crate::sync::AtomicUsize;
 
 /// Checks `f` under loom with at most `bound` preemptions (`None`: every interleaving).
 /// `LOOM_MAX_PREEMPTIONS`, when set, takes precedence, so a longer tier can raise every
@@ -74,5 +79,24 @@ impl Drop for Items {
             // here; the queues never free items.
             drop(unsafe { Box::from_raw(p.as_ptr()) });
         }
+    }
+}
+
+/// A waker that counts its wakes (a loom atomic: the count is part of the model).
+pub(crate) struct CountingWaker(AtomicUsize);
+
+impl CountingWaker {
+    pub(crate) fn new() -> StdArc<CountingWaker> {
+        StdArc::new(CountingWaker(AtomicUsize::new(0)))
+    }
+
+    pub(crate) fn wakes(&self) -> usize {
+        self.0.load(Relaxed)
+    }
+}
+
+impl Wake for CountingWaker {
+    fn wake(self: StdArc<Self>) {
+        self.0.fetch_add(1, Relaxed);
     }
 }

@@ -43,6 +43,7 @@ pub(super) const LIFO_STEAL_ROUND: u32 = if SPIN_ROUNDS + YIELD_ROUNDS < 4 {
 } else {
     4
 };
+
 /// The spin → yield → park progression of one idle stretch, and the searching bookkeeping
 /// of the sleep protocol (R3, R4).
 pub(super) struct IdleLoop<'w> {

@@ -70,11 +70,13 @@ thread_local! {
     /// The worker running on this thread, or null.
     static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
 }
+
 /// One unit of work found by the find-work order.
 enum Work {
     Job(JobRef),
     Task(Task),
 }
+
 /// A worker's private state. Lives on the worker thread's stack for the thread's lifetime;
 /// other threads reach only its shared parts, through the registry.
 #[derive(Debug)]
@@ -96,6 +98,7 @@ pub(crate) struct WorkerThread {
     /// Whether task polls are timed: for the histogram, or for the trace.
     timed_polls: bool,
 }
+
 impl WorkerThread {
     /// The worker running on this thread, or null off the pool.
     #[inline]

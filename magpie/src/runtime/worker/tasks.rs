@@ -2,7 +2,7 @@
 //! polling a task, the per-poll counters and the periodic maintenance (find-work steps 2 and
 //! 3 of the module docs of `worker`).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
 use std::time::Instant;
 
@@ -10,6 +10,7 @@ use crate::queue::local::{self, Overflow};
 use crate::runtime::registry::{Registry, Task};
 use crate::stats::trace::Kind;
 use crate::stats::{add, bump, histogram_bucket, set, WorkerCounters};
+use crate::sync::StatAtomicU64;
 use crate::task::coop;
 use crate::task::raw::Header;
 
@@ -56,6 +57,7 @@ pub(super) struct TaskState {
     pub(super) local_scheduled: Cell<u64>,
     pub(super) lifo_hits: Cell<u64>,
 }
+
 /// Adds one to a worker-local count (see `TaskState::polled`).
 #[inline(always)]
 fn count(cell: &Cell<u64>) {
@@ -63,6 +65,15 @@ fn count(cell: &Cell<u64>) {
         cell.set(cell.get() + 1);
     }
 }
+
+/// Moves a worker-local count into its shared counter.
+#[inline(always)]
+fn flush(local: &Cell<u64>, shared: &StatAtomicU64) {
+    if local.get() != 0 {
+        add(shared, local.replace(0));
+    }
+}
+
 /// Where a full ring sends half of its tasks: the inject queue, counted as an overflow.
 pub(super) struct ToInject<'a> {
     registry: &'a Registry,
@@ -75,6 +86,7 @@ impl Overflow<Header> for ToInject<'_> {
         self.registry.inject_tasks(items);
     }
 }
+
 impl WorkerThread {
     /// Whether this worker is polling one of its runtime's tasks right now.
     pub(crate) fn is_polling_task(&self) -> bool {
@@ -178,12 +190,13 @@ impl WorkerThread {
             // One lock for the whole batch; the oldest comes back out of the ring first.
             let mut into = IntoRing {
                 worker: self,
-                spill: Vec::new(),
+                spill: RefCell::new(Vec::new()),
             };
             let pulled = inject.pop_batch(batch, &mut into);
-            if !into.spill.is_empty() {
+            let spill = into.spill.into_inner();
+            if !spill.is_empty() {
                 debug_assert!(false, "a batch from the inject queue overflowed the ring");
-                self.to_inject().push_batch(into.spill.into_iter());
+                self.to_inject().push_batch(spill.into_iter());
             }
             if pulled == 0 {
                 return None;
@@ -241,10 +254,7 @@ impl WorkerThread {
     /// `spawn_many_local`, and the other two may lag.
     #[inline]
     pub(crate) fn flush_polled(&self) {
-        let polled = &self.tasks.polled;
-        if polled.get() != 0 {
-            add(&self.counters.tasks_polled, polled.replace(0));
-        }
+        flush(&self.tasks.polled, &self.counters.tasks_polled);
     }
 
     /// Adds the worker-local per-poll counts to the shared counters (see
@@ -257,9 +267,7 @@ impl WorkerThread {
             (&state.local_scheduled, &counters.local_schedules),
             (&state.lifo_hits, &counters.lifo_hits),
         ] {
-            if local.get() != 0 {
-                add(shared, local.replace(0));
-            }
+            flush(local, shared);
         }
     }
 
@@ -307,23 +315,20 @@ impl WorkerThread {
 /// released (`Vec::new` does not allocate, so the normal case costs nothing).
 struct IntoRing<'w> {
     worker: &'w WorkerThread,
-    spill: Vec<NonNull<Header>>,
+    spill: RefCell<Vec<NonNull<Header>>>,
 }
 
-/// Keeps overflowing tasks for later (see [`IntoRing`]).
-struct Spill<'a>(std::cell::RefCell<&'a mut Vec<NonNull<Header>>>);
-
-impl Overflow<Header> for Spill<'_> {
+/// What a full ring would send to the inject queue waits in `spill` (see [`IntoRing`]).
+impl Overflow<Header> for IntoRing<'_> {
     fn push_batch(&self, items: impl Iterator<Item = NonNull<Header>>) {
-        self.0.borrow_mut().extend(items);
+        self.spill.borrow_mut().extend(items);
     }
 }
 
 impl Extend<NonNull<Header>> for IntoRing<'_> {
     fn extend<I: IntoIterator<Item = NonNull<Header>>>(&mut self, items: I) {
-        let spill = Spill(std::cell::RefCell::new(&mut self.spill));
         for ptr in items {
-            self.worker.ring.push_back(ptr, &spill);
+            self.worker.ring.push_back(ptr, &*self);
         }
     }
 }
