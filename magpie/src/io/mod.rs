@@ -88,7 +88,7 @@
 //!   system call, `clear_readiness` on `WouldBlock`, poll again.
 
 #[cfg(not(any(loom, shuttle)))]
-#[allow(dead_code)] // Used by the worker loop and `magpie::net` once wired (module docs).
+#[allow(dead_code)] // Until the worker loop and `magpie::net` use all of it.
 pub(crate) mod driver;
 #[allow(dead_code)] // Used by `driver.rs`; the rest by `magpie::net` once wired.
 pub(crate) mod readiness;
@@ -97,3 +97,74 @@ pub(crate) mod slab;
 
 #[cfg(all(test, not(any(loom, shuttle))))]
 mod tests;
+
+#[cfg(not(any(loom, shuttle)))]
+#[allow(unused_imports)] // `current_handle`: for `magpie::net`.
+pub(crate) use self::runtime_io::{current_handle, IoDriver};
+
+#[cfg(not(any(loom, shuttle)))]
+#[allow(dead_code)] // Until the worker loop and `magpie::net` use all of it.
+mod runtime_io {
+    use std::io;
+    use std::sync::{Mutex, TryLockError};
+    use std::time::Duration;
+
+    use super::driver::{Driver, Handle};
+
+    /// A runtime's I/O driver: the [`Driver`] that the holder of the driver role turns, and
+    /// the [`Handle`] everyone else registers with.
+    #[derive(Debug)]
+    pub(crate) struct IoDriver {
+        /// Locked only by the holder of the driver role (`time::Driver::try_drive`), which is
+        /// one worker at a time: never contended, a `try_lock` that fails means a bug, and
+        /// the turn is skipped rather than waited for.
+        driver: Mutex<Driver>,
+        handle: Handle,
+    }
+
+    impl IoDriver {
+        pub(crate) fn new() -> io::Result<IoDriver> {
+            let (driver, handle) = Driver::new()?;
+            Ok(IoDriver {
+                driver: Mutex::new(driver),
+                handle,
+            })
+        }
+
+        pub(crate) fn handle(&self) -> &Handle {
+            &self.handle
+        }
+
+        /// One turn (see [`Driver::turn`]) by the holder of the driver role. Returns the
+        /// events delivered; an OS error (a signal, `EINTR`) counts as a turn that delivered
+        /// nothing: the caller's loop looks for work and parks again.
+        pub(crate) fn turn(&self, timeout: Option<Duration>) -> usize {
+            let mut driver = match self.driver.try_lock() {
+                Ok(driver) => driver,
+                // No user code runs under this lock (wakers run inside `turn`, each
+                // contained), so a poisoned lock holds a consistent driver.
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    debug_assert!(false, "two holders of the driver role");
+                    return 0;
+                }
+            };
+            driver.turn(timeout).unwrap_or(0)
+        }
+
+        /// Registered sources alive now.
+        pub(crate) fn live(&self) -> usize {
+            self.handle.live()
+        }
+    }
+
+    /// The I/O driver of the current runtime: the worker's own on a worker thread, the one
+    /// whose `block_on` runs on this thread, else the global runtime's
+    /// (`runtime/context.rs`).
+    pub(crate) fn current_handle() -> Handle {
+        crate::runtime::context::current_registry()
+            .io
+            .handle()
+            .clone()
+    }
+}

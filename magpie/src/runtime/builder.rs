@@ -478,6 +478,9 @@ pub enum BuildError {
         /// The events each ring would hold, rounded up to a power of two.
         events_per_worker: usize,
     },
+    /// The OS refused to create the I/O driver (an epoll instance and its wakeup
+    /// descriptor): typically the process is out of file descriptors.
+    Io(io::Error),
 }
 
 impl fmt::Display for BuildError {
@@ -506,6 +509,7 @@ impl fmt::Display for BuildError {
             BuildError::GlobalAlreadyInitialized => {
                 f.write_str("the global runtime has already been initialized")
             }
+            BuildError::Io(source) => write!(f, "could not create the I/O driver: {source}"),
             BuildError::InvalidThreadName => f.write_str("thread names may not contain NUL bytes"),
             BuildError::ZeroBlockingThreads => {
                 f.write_str("the blocking pool needs at least one thread")
@@ -548,7 +552,7 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            BuildError::Spawn { source, .. } => Some(source),
+            BuildError::Spawn { source, .. } | BuildError::Io(source) => Some(source),
             _ => None,
         }
     }

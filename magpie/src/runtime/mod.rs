@@ -179,12 +179,16 @@ impl Runtime {
             park_safety_net: (!cfg!(loom))
                 .then(|| builder.park_safety_net.unwrap_or(worker::PARK_SAFETY_NET)),
         };
+        #[cfg(not(any(loom, shuttle)))]
+        let io = crate::io::IoDriver::new().map_err(BuildError::Io)?;
         let registry = Arc::new(Registry::new(
             stealers,
             ring_stealers,
             blocking,
             id,
             options,
+            #[cfg(not(any(loom, shuttle)))]
+            io,
         ));
         let exits = Arc::new(ExitCount {
             running: Mutex::new(n),
@@ -499,6 +503,11 @@ impl Runtime {
         // closure that step 3 waits for) then files itself with a runtime that still runs
         // (time/sleep.rs). Before any wait: nobody would fire it during one.
         registry.timers.close();
+        // The I/O driver shuts down too, for the same reason: every task waiting on a
+        // socket (in a `block_on` elsewhere, say) gets an error rather than waiting for good,
+        // and no source registers from now on (io/readiness.rs, invariant 5).
+        #[cfg(not(any(loom, shuttle)))]
+        registry.io.handle().shutdown();
         // SAFETY: a non-null current worker is live during this call.
         let on_own_worker = unsafe { WorkerThread::current().as_ref() }
             .is_some_and(|w| std::ptr::eq(w.registry(), registry));

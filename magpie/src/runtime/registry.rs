@@ -61,6 +61,10 @@ pub(crate) struct Registry {
     /// Every live task, for shutdown.
     pub(crate) owned: OwnedTasks,
     pub(crate) timers: Driver,
+    /// The I/O driver; its holder is the holder of the timers' driver role
+    /// (`worker/idle.rs`, ARCHITECTURE.md "I/O on the workers").
+    #[cfg(not(any(loom, shuttle)))]
+    pub(crate) io: crate::io::IoDriver,
     pub(crate) blocking: BlockingPool,
     /// Each worker's counters; the worker holds a second handle to its own.
     pub(crate) counters: Box<[Arc<CachePadded<WorkerCounters>>]>,
@@ -118,8 +122,20 @@ impl Registry {
         blocking: BlockingPool,
         id: usize,
         options: Options,
+        #[cfg(not(any(loom, shuttle)))] io: crate::io::IoDriver,
     ) -> Registry {
         let n = stealers.len();
+        #[cfg(not(any(loom, shuttle)))]
+        let driver_unpark: Option<crate::sleep::DriverUnpark> = {
+            let handle = io.handle().clone();
+            Some(Box::new(move || {
+                // A failed wake (the eventfd is gone: the process is out of descriptors
+                // for good) leaves the holder to its timeout, the park safety net.
+                let _ = handle.unpark();
+            }))
+        };
+        #[cfg(any(loom, shuttle))]
+        let driver_unpark = None;
         Registry {
             stealers: stealers.into_boxed_slice(),
             inject: Inject::new(),
@@ -134,9 +150,11 @@ impl Registry {
                     })
                 })
                 .collect(),
-            sleep: Sleep::new(n),
+            sleep: Sleep::with_driver(n, driver_unpark),
             owned: OwnedTasks::new(n),
             timers: Driver::new(),
+            #[cfg(not(any(loom, shuttle)))]
+            io,
             blocking,
             counters: (0..n)
                 .map(|_| Arc::new(CachePadded::new(WorkerCounters::default())))

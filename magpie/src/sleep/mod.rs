@@ -17,6 +17,7 @@ mod parker;
 
 use std::time::Duration;
 
+pub(crate) use parker::DriverUnpark;
 use parker::Parker;
 
 /// How a worker is counted after [`Sleep::park`] returns.
@@ -51,7 +52,6 @@ impl IdleState {
 }
 
 /// The idle coordinator of one runtime.
-#[derive(Debug)]
 pub(crate) struct Sleep {
     state: CachePadded<AtomicU64>,
     idle: Box<[CachePadded<AtomicU64>]>,
@@ -61,12 +61,40 @@ pub(crate) struct Sleep {
     /// Release `fetch_or` in `register_parked`) sees the value `i` had when it parked.
     join_waiting: Box<[CachePadded<AtomicU64>]>,
     parkers: Box<[CachePadded<Parker>]>,
+    /// Ends the wait of a worker parked in the driver (`parker.rs`, "Parking in the
+    /// driver"); `None` without a driver to park in.
+    driver_unpark: Option<DriverUnpark>,
     num_workers: usize,
+}
+
+impl std::fmt::Debug for DriverUnparkField<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
+}
+
+struct DriverUnparkField<'a>(&'a Option<DriverUnpark>);
+
+impl std::fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sleep")
+            .field("state", &self.load())
+            .field("num_workers", &self.num_workers)
+            .field("driver_unpark", &DriverUnparkField(&self.driver_unpark))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Sleep {
     /// A coordinator for `num_workers` workers, all counted as unparked and not searching.
+    #[cfg_attr(not(any(loom, shuttle, test)), allow(dead_code))]
     pub(crate) fn new(num_workers: usize) -> Sleep {
+        Sleep::with_driver(num_workers, None)
+    }
+
+    /// As [`Sleep::new`], for a runtime whose driver-holder parks in the driver: `unpark`
+    /// ends that wait (`parker.rs`, "Parking in the driver").
+    pub(crate) fn with_driver(num_workers: usize, unpark: Option<DriverUnpark>) -> Sleep {
         assert!(
             num_workers > 0 && num_workers < (1 << 31),
             "worker count out of range"
@@ -82,6 +110,7 @@ impl Sleep {
             parkers: (0..num_workers)
                 .map(|_| CachePadded::new(Parker::new()))
                 .collect(),
+            driver_unpark: unpark,
             num_workers,
         }
     }
@@ -210,7 +239,7 @@ impl Sleep {
                     let worker = word_index * 64 + bit;
                     // SeqCst: part of the total order on `state` (R1, R2).
                     self.state.fetch_add(UNPARKED_ONE + SEARCHING_ONE, SeqCst);
-                    self.parkers[worker].unpark_searching();
+                    self.parkers[worker].unpark_searching(self.driver_unpark.as_ref());
                     return true;
                 }
                 bits = prev & !mask & allowed;
@@ -223,7 +252,17 @@ impl Sleep {
     /// Touches no counts: the worker settles its own accounting when it wakes (see `park`).
     /// If it is not parked, the token is kept and only cuts its next park short.
     pub(crate) fn wake_worker(&self, worker: usize) {
-        self.parkers[worker].unpark_plain();
+        self.parkers[worker].unpark_plain(self.driver_unpark.as_ref());
+    }
+
+    /// Whether some worker outside `join` is parked with its wakeup unclaimed: one that could
+    /// take the driver role if it were woken (`IdleLoop::hand_off_driver`). The caller orders
+    /// this after its own release of the role with a SeqCst fence.
+    pub(crate) fn has_parked_free(&self) -> bool {
+        self.idle.iter().zip(self.join_waiting.iter()).any(|(idle, join)| {
+            // Acquire: as in `wake_cold`; Relaxed for `join_waiting`, read after it.
+            idle.load(Acquire) & !join.load(Relaxed) != 0
+        })
     }
 
     /// Registers `worker` as parked (R2): sets its idle bit and stops counting it as
@@ -252,8 +291,23 @@ impl Sleep {
     /// [`Wake::Searching`] if a notifier claimed it (and counted it as searching),
     /// [`Wake::Plain`] if it claimed its own idle bit back (counted as unparked only).
     pub(crate) fn park(&self, worker: usize, timeout: Option<Duration>) -> Wake {
+        self.parkers[worker].park(timeout);
+        self.settle(worker)
+    }
+
+    /// As [`Sleep::park`], but blocks in the driver: `wait` is one driver turn that returns
+    /// on an event, its timeout or the driver's unpark, which every wake of this worker
+    /// calls while it waits there (`parker.rs`, "Parking in the driver"). The caller holds
+    /// the driver role, and it may return with no token at all (an I/O event): it then
+    /// claims its own bit back, as after a timeout.
+    pub(crate) fn park_driving(&self, worker: usize, wait: impl FnOnce()) -> Wake {
+        self.parkers[worker].park_in(wait);
+        self.settle(worker)
+    }
+
+    /// After a park: makes `worker` unparked again and says how it is counted.
+    fn settle(&self, worker: usize) -> Wake {
         let parker = &self.parkers[worker];
-        parker.park(timeout);
         let word = &self.idle[worker / 64];
         let mask = 1u64 << (worker % 64);
         // Try to take our own wakeup back. AcqRel: as in wake_any_cold; exactly one claimer

@@ -8,6 +8,14 @@
 //! * *plain*: "wake up and look around" (a latch you wait on was set; shutdown). It carries
 //!   no accounting, so a stale one is harmless: it only cuts the next park short.
 //!
+//! *Parking in the driver.* The worker that holds the driver role parks inside the OS poller
+//! (`epoll_wait`) instead of on the condvar ([`Parker::park_in`]); it marks itself `in_driver`
+//! under the tokens' lock first, and every unpark that sets a token under that lock and finds
+//! the mark calls the driver's unpark (a `mio::Waker`) instead of the condvar. Either the
+//! unparker's token lands before the mark (the parker sees it and does not wait) or after it
+//! (the unparker sees the mark and ends the wait, or the next one: the waker's event is kept
+//! by the OS until a turn reads it). Both sides hold the same lock, so there is no third case.
+//!
 //! Under loom timeouts never fire, so a lost wakeup in the protocol shows up as a deadlock.
 //! Under shuttle [`Parker::park`] ignores its timeout (shuttle does not model time, and a
 //! real-time deadline would only turn a lost wakeup into a pause): same effect.
@@ -20,7 +28,12 @@ use crate::sync::{lock, wait_until, Condvar, Mutex};
 struct Tokens {
     plain: bool,
     searching: bool,
+    /// The worker waits in the driver, not on the condvar (module docs).
+    in_driver: bool,
 }
+
+/// Ends a wait in the driver: the driver's `mio::Waker`, or a model of it under loom.
+pub(crate) type DriverUnpark = Box<dyn Fn() + Send + Sync>;
 
 /// Blocks one worker until a token arrives.
 #[derive(Debug, Default)]
@@ -32,6 +45,21 @@ pub(crate) struct Parker {
 impl Parker {
     pub(crate) fn new() -> Parker {
         Parker::default()
+    }
+
+    /// Parks in the driver: runs `wait` (a driver turn that blocks until an event, its
+    /// timeout, or `unpark`) unless a token is here already. Consumes nothing. The caller
+    /// passes the same `unpark` to every `unpark_*` call of this parker.
+    pub(crate) fn park_in(&self, wait: impl FnOnce()) {
+        {
+            let mut tokens = lock(&self.tokens);
+            if tokens.plain || tokens.searching {
+                return;
+            }
+            tokens.in_driver = true;
+        }
+        wait();
+        lock(&self.tokens).in_driver = false;
     }
 
     /// Blocks until any token is present or `timeout` passes. Consumes nothing.
@@ -66,17 +94,30 @@ impl Parker {
         tokens.plain = false;
     }
 
-    pub(crate) fn unpark_plain(&self) {
+    pub(crate) fn unpark_plain(&self, driver: Option<&DriverUnpark>) {
         let mut tokens = lock(&self.tokens);
         tokens.plain = true;
-        // Notify under the lock, so the wait cannot slip between check and sleep.
-        self.condvar.notify_one();
+        self.notify(tokens, driver);
     }
 
-    pub(crate) fn unpark_searching(&self) {
+    pub(crate) fn unpark_searching(&self, driver: Option<&DriverUnpark>) {
         let mut tokens = lock(&self.tokens);
         debug_assert!(!tokens.searching, "two claimers of one idle bit");
         tokens.searching = true;
-        self.condvar.notify_one();
+        self.notify(tokens, driver);
+    }
+
+    /// Ends the wait the token was set for: the condvar's, notified under the lock so the
+    /// wait cannot slip between check and sleep, or the driver's (module docs).
+    fn notify(&self, tokens: crate::sync::MutexGuard<'_, Tokens>, driver: Option<&DriverUnpark>) {
+        match driver {
+            Some(unpark) if tokens.in_driver => {
+                // After the lock: the waker is a system call, and a late one is harmless
+                // (it only ends the holder's next turn early).
+                drop(tokens);
+                unpark();
+            }
+            _ => self.condvar.notify_one(),
+        }
     }
 }
