@@ -7,6 +7,8 @@
 //! cargo run --release -p magpie-bench -- idle [--workers N] [--reps R] [--pending-timers N]
 //! cargo run --release -p magpie-bench -- scale --workers 1,2,4,8,16 [--quick]
 //! cargo run --release -p magpie-bench -- async [--workers N] [--samples K] [--quick]
+//! cargo run --release -p magpie-bench -- net [--rows echo,hello,mixed,blocked] [--secs S]
+//!                                            [--conns 1,64,512] [--json PATH]
 //! ```
 //!
 //! The report goes to stdout as markdown (ready for BENCHMARKS.md), progress to stderr, and
@@ -17,6 +19,7 @@ mod fork_join;
 mod harness;
 mod idle;
 mod iter_rows;
+mod net_rows;
 mod pools;
 
 use std::path::PathBuf;
@@ -54,6 +57,57 @@ enum Command {
     /// Parallel iterators (sum, map + collect, min_by_key, position_first, any) and parallel
     /// sorts against rayon's, with the sequential std versions as the baseline.
     Iter(IterArgs),
+    /// TCP echo and hyper servers on magpie, tokio and smol under a closed-loop load over
+    /// loopback; a hyper endpoint running a parallel sum; the echo load while a task blocks a
+    /// worker.
+    Net(NetArgs),
+}
+
+#[derive(Args, Debug)]
+struct NetArgs {
+    /// Worker threads per server runtime (and rayon threads for tokio+rayon).
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Rows to run.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "echo,hello,mixed,blocked"
+    )]
+    rows: Vec<net_rows::NetRow>,
+    /// Seconds of load per sample (whole seconds: wrk takes no fractions).
+    #[arg(long, default_value_t = 2)]
+    secs: u64,
+    /// Connection counts of the echo row.
+    #[arg(long, value_delimiter = ',', default_value = "1,64,512")]
+    conns: Vec<usize>,
+    /// Connections of the hello, mixed and blocked rows.
+    #[arg(long, default_value_t = 64)]
+    http_conns: usize,
+    /// Timed rounds; each round runs every server once.
+    #[arg(long, default_value_t = 5)]
+    samples: usize,
+    /// Untimed rounds (half a second of load each) before the samples.
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
+    /// Who loads the HTTP rows.
+    #[arg(long, value_enum, default_value = "auto")]
+    loader: net_rows::Loader,
+    /// Threads of the built-in client.
+    #[arg(long, default_value_t = 1)]
+    client_threads: usize,
+    /// Servers to run (magpie/peer ratios need magpie; tokio+rayon runs only `mixed`).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "magpie,tokio,smol,tokio-rayon"
+    )]
+    impls: Vec<net_rows::NetImpl>,
+    /// Also write the raw samples and medians as JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -573,6 +627,66 @@ fn iter_rows(args: &IterArgs, info: &MachineInfo) -> ExitCode {
     }
 }
 
+fn net(args: &NetArgs, info: &MachineInfo) -> ExitCode {
+    if args.secs == 0 || args.samples == 0 || args.conns.contains(&0) || args.http_conns == 0 {
+        eprintln!("--secs, --samples and connection counts must be positive");
+        return ExitCode::FAILURE;
+    }
+    let use_wrk = match net_rows::use_wrk(args.loader) {
+        Ok(use_wrk) => use_wrk,
+        Err(err) => {
+            eprintln!("{err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cfg = net_rows::Config {
+        rows: args.rows.clone(),
+        secs: args.secs,
+        conns: args.conns.clone(),
+        http_conns: args.http_conns,
+        samples: args.samples,
+        warmup: args.warmup,
+        client_threads: args.client_threads,
+        impls: args.impls.clone(),
+    };
+    info.print_with_pools(
+        "net",
+        &format!(
+            "{} worker threads per server runtime (smol: that many threads in \
+             `async_io::block_on(executor.run(..))`; tokio+rayon: that many tokio workers \
+             plus rayon's global pool with that many threads); client: {} thread(s) of the \
+             built-in mio client{}; client and servers on the same CPUs, over loopback",
+            args.workers,
+            args.client_threads,
+            if use_wrk {
+                ", HTTP rows by wrk -t1"
+            } else {
+                ", HTTP rows by it too (wrk not used)"
+            }
+        ),
+    );
+    let runtimes = net_rows::NetRuntimes::new(args.workers);
+    let measurements = net_rows::measure(&runtimes, &cfg, use_wrk);
+    println!("{}", net_rows::render_summary(&measurements));
+    println!(
+        "Medians over the samples (each round runs every server once, first place rotating) \
+         of requests (round trips) per second and of the 50th/99th percentile round trip. \
+         magpie/this = ratio of magpie's median to this server's: above 1.00 for req/s and \
+         below 1.00 for p99, magpie is better.\n"
+    );
+    print_load_after();
+    drop(runtimes);
+    match &args.json {
+        Some(path) => write_json(
+            path,
+            info,
+            "net",
+            net_rows::measurements_json(&measurements),
+        ),
+        None => ExitCode::SUCCESS,
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let info = MachineInfo::collect();
@@ -582,6 +696,7 @@ fn main() -> ExitCode {
         Command::Scale(_) => true,
         Command::Async(a) => a.workers > 0,
         Command::Iter(a) => a.workers > 0,
+        Command::Net(a) => a.workers > 0,
     };
     if !workers_ok {
         eprintln!("--workers must be positive");
@@ -593,5 +708,6 @@ fn main() -> ExitCode {
         Command::Scale(args) => scale(args, &info),
         Command::Async(args) => async_rows(args, &info),
         Command::Iter(args) => iter_rows(args, &info),
+        Command::Net(args) => net(args, &info),
     }
 }
