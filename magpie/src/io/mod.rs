@@ -97,6 +97,8 @@ pub(crate) mod slab;
 
 #[cfg(all(test, not(any(loom, shuttle))))]
 mod tests;
+#[cfg(all(test, not(any(loom, shuttle))))]
+mod tests_runtime;
 
 #[cfg(not(any(loom, shuttle)))]
 #[allow(unused_imports)] // `current_handle`: for `magpie::net`.

@@ -259,10 +259,13 @@ impl Sleep {
     /// take the driver role if it were woken (`IdleLoop::hand_off_driver`). The caller orders
     /// this after its own release of the role with a SeqCst fence.
     pub(crate) fn has_parked_free(&self) -> bool {
-        self.idle.iter().zip(self.join_waiting.iter()).any(|(idle, join)| {
-            // Acquire: as in `wake_cold`; Relaxed for `join_waiting`, read after it.
-            idle.load(Acquire) & !join.load(Relaxed) != 0
-        })
+        self.idle
+            .iter()
+            .zip(self.join_waiting.iter())
+            .any(|(idle, join)| {
+                // Acquire: as in `wake_cold`; Relaxed for `join_waiting`, read after it.
+                idle.load(Acquire) & !join.load(Relaxed) != 0
+            })
     }
 
     /// Registers `worker` as parked (R2): sets its idle bit and stops counting it as
