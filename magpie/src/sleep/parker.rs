@@ -111,7 +111,9 @@ impl Parker {
     /// wait cannot slip between check and sleep, or the driver's (module docs).
     fn notify(&self, tokens: crate::sync::MutexGuard<'_, Tokens>, driver: Option<&DriverUnpark>) {
         match driver {
-            Some(unpark) if tokens.in_driver => {
+            // With `--cfg magpie_loom_broken` the mark is ignored: a negative control that
+            // `loom_notification_reaches_a_worker_parked_in_the_driver` must catch.
+            Some(unpark) if tokens.in_driver && !cfg!(magpie_loom_broken) => {
                 // After the lock: the waker is a system call, and a late one is harmless
                 // (it only ends the holder's next turn early).
                 drop(tokens);
