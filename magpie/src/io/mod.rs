@@ -164,9 +164,6 @@ mod runtime_io {
     /// whose `block_on` runs on this thread, else the global runtime's
     /// (`runtime/context.rs`).
     pub(crate) fn current_handle() -> Handle {
-        crate::runtime::context::current_registry()
-            .io
-            .handle()
-            .clone()
+        crate::runtime::handle::DriverHandle::current().io().clone()
     }
 }

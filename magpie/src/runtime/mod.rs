@@ -6,6 +6,7 @@ mod builder;
 pub(crate) mod context;
 mod control;
 pub(crate) mod global;
+pub(crate) mod handle;
 mod idle_wait;
 pub(crate) mod registry;
 mod topology;
