@@ -150,6 +150,8 @@ struct Lane {
     name: Option<String>,
     busy: Vec<(f64, f64)>,
     parked: Vec<(f64, f64)>,
+    /// The parked spans spent in the I/O driver (`epoll_wait`), also in `parked`.
+    in_driver: Vec<(f64, f64)>,
     injects: Vec<f64>,
 }
 
@@ -209,6 +211,9 @@ impl Timeline {
                     };
                     spans.push((ts, ts + dur));
                     *count += 1;
+                    if e.cat == "park" && e.args["driver"].as_bool() == Some(true) {
+                        lane.in_driver.push((ts, ts + dur));
+                    }
                     (ts, ts + dur)
                 }
                 ("i" | "I", "steal") => {
@@ -315,6 +320,7 @@ impl Timeline {
                 let class = match state {
                     State::Busy => "busy",
                     State::Parked => "park",
+                    State::InDriver => "driver",
                     State::Searching => "search",
                 };
                 svg.rect(
@@ -367,6 +373,8 @@ impl Timeline {
 enum State {
     Busy,
     Parked,
+    /// Parked in the I/O driver, holding the driver role (most of the column's park).
+    InDriver,
     Searching,
 }
 
@@ -378,7 +386,8 @@ const LANE_GAP: f64 = 12.0;
 const AXIS_HEIGHT: f64 = 34.0;
 const LEGEND_HEIGHT: f64 = 30.0;
 
-const STYLE: &str = ".busy{fill:#2e86c1}.search{fill:#f4d03f}.park{fill:#d5d8dc}\
+const STYLE: &str =
+    ".busy{fill:#2e86c1}.search{fill:#f4d03f}.park{fill:#d5d8dc}.driver{fill:#a3e4d7}\
 .steal{stroke:#c0392b;stroke-width:1;marker-end:url(#arrow)}.inject{stroke:#1e8449;stroke-width:1}\
 .axis{stroke:#555;stroke-width:1}.grid{stroke:#bbb;stroke-width:0.5;stroke-dasharray:2,3}\
 .title{font-size:15px;font-weight:bold}.label{font-size:12px}.tick{font-size:11px;fill:#333}";
@@ -422,11 +431,14 @@ impl Layout {
     fn runs(&self, lane: &Lane) -> Vec<(State, usize, usize)> {
         let busy = self.coverage(&lane.busy);
         let parked = self.coverage(&lane.parked);
+        let in_driver = self.coverage(&lane.in_driver);
         let mut runs: Vec<(State, usize, usize)> = Vec::new();
         for c in 0..self.columns {
             let searching = self.scale - busy[c] - parked[c];
             let state = if busy[c] >= parked[c] && busy[c] >= searching {
                 State::Busy
+            } else if parked[c] >= searching && 2.0 * in_driver[c] >= parked[c] {
+                State::InDriver
             } else if parked[c] >= searching {
                 State::Parked
             } else {
@@ -506,10 +518,11 @@ impl Layout {
 }
 
 /// The legend: a CSS class (a filled box, or the steal arrow or inject tick) and its label.
-const LEGEND: [(&str, &str); 5] = [
+const LEGEND: [(&str, &str); 6] = [
     ("busy", "busy (task poll or job)"),
     ("search", "awake, searching"),
     ("park", "parked"),
+    ("driver", "parked in epoll_wait"),
     ("steal", "steal (victim to thief)"),
     ("inject", "inject queue pull"),
 ];
@@ -606,6 +619,27 @@ mod tests {
                 (State::Parked, 49, 149),
             ]
         );
+    }
+
+    #[test]
+    fn a_park_in_the_driver_is_drawn_as_its_own_state() {
+        let json = r#"{"traceEvents":[
+ {"name":"parked in driver","cat":"park","ph":"X","tid":0,"ts":0.0,"dur":50.0,"args":{"driver":true}},
+ {"name":"poll","cat":"task","ph":"X","tid":0,"ts":50.0,"dur":10.0,"args":{"task":1}},
+ {"name":"parked","cat":"park","ph":"X","tid":0,"ts":60.0,"dur":40.0}
+],"displayTimeUnit":"ns"}"#;
+        let t = Timeline::parse(json).unwrap();
+        assert_eq!(t.counts.park_spans, 2);
+        let layout = Layout::new(&t, 100);
+        assert_eq!(
+            layout.runs(&t.lanes[&0]),
+            vec![
+                (State::InDriver, 0, 50),
+                (State::Busy, 50, 60),
+                (State::Parked, 60, 100),
+            ]
+        );
+        assert!(t.render(100, "t").contains("class=\"driver\""));
     }
 
     #[test]
@@ -734,7 +768,7 @@ mod tests {
                 .unwrap()
                 .parse()
                 .unwrap();
-            assert_eq!(page, MARGIN_LEFT + (width as f64).max(702.5) + MARGIN_RIGHT);
+            assert_eq!(page, MARGIN_LEFT + (width as f64).max(862.5) + MARGIN_RIGHT);
             let last_label = doc
                 .descendants()
                 .find(|n| n.text() == Some("inject queue pull"))

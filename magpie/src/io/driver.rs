@@ -53,11 +53,34 @@ pub(crate) struct Driver {
 }
 
 /// The shared part of the driver, behind every [`Handle`] and [`Registration`].
-#[derive(Debug)]
 struct Shared {
     registry: mio::Registry,
     waker: mio::Waker,
     slab: Slab,
+    /// Called after each registration: makes sure some worker will wait for the new
+    /// source's readiness (`Registry::hand_off_driver`). Set once, by the runtime.
+    on_register: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+}
+
+impl std::fmt::Debug for OnRegister<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "Some(..)"
+        } else {
+            "None"
+        })
+    }
+}
+
+struct OnRegister<'a>(&'a std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>);
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("slab", &self.slab)
+            .field("on_register", &OnRegister(&self.on_register))
+            .finish_non_exhaustive()
+    }
 }
 
 /// Registers sources, wakes the driver, shuts it down; clone it freely.
@@ -86,6 +109,7 @@ impl Driver {
             registry,
             waker,
             slab: Slab::new(),
+            on_register: std::sync::OnceLock::new(),
         });
         let driver = Driver {
             poll,
@@ -201,7 +225,16 @@ impl Handle {
         };
         // On failure `registration` drops here and frees the slot.
         self.shared.registry.register(source, token, interest)?;
+        if let Some(on_register) = self.shared.on_register.get() {
+            on_register();
+        }
         Ok(registration)
+    }
+
+    /// Sets what runs after each registration (the runtime's driver hand-off check). Once;
+    /// later calls are ignored.
+    pub(crate) fn set_on_register(&self, f: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.shared.on_register.set(f);
     }
 
     /// Deregisters `source` from mio and frees its slot. The slot is freed even if mio

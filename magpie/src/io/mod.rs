@@ -101,6 +101,8 @@ pub(crate) mod slab;
 
 #[cfg(all(test, not(any(loom, shuttle))))]
 mod tests;
+#[cfg(all(test, not(any(loom, shuttle))))]
+mod tests_runtime;
 
 #[cfg(all(unix, not(any(loom, shuttle))))]
 pub use async_fd::{AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, Interest, TryIoError};
@@ -187,9 +189,6 @@ mod runtime_io {
     /// whose `block_on` runs on this thread, else the global runtime's
     /// (`runtime/context.rs`).
     pub(crate) fn current_handle() -> Handle {
-        crate::runtime::context::current_registry()
-            .io
-            .handle()
-            .clone()
+        crate::runtime::handle::DriverHandle::current().io().clone()
     }
 }

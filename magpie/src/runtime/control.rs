@@ -47,6 +47,7 @@ impl Runtime {
             tasks_alive: registry.owned.len() as u64,
             inject_queue_depth: registry.task_inject.len() as u64,
             timers_pending: registry.timers.pending() as u64,
+            io_sources: registry.io_live() as u64,
             blocking_threads: registry.blocking.threads() as u64,
             blocking_queue_depth: registry.blocking.queue_depth() as u64,
             blocking_idle_threads: registry.blocking.idle_threads() as u64,

@@ -6,6 +6,7 @@ mod builder;
 pub(crate) mod context;
 mod control;
 pub(crate) mod global;
+pub(crate) mod handle;
 mod idle_wait;
 pub(crate) mod registry;
 mod topology;
@@ -190,6 +191,17 @@ impl Runtime {
             #[cfg(not(any(loom, shuttle)))]
             io,
         ));
+        // A source registered while every worker sleeps and the driver role is free (its
+        // last holder is busy) gets a worker to wait for it (`Registry::hand_off_driver`).
+        #[cfg(not(any(loom, shuttle)))]
+        {
+            let weak = Arc::downgrade(&registry);
+            registry.io.handle().set_on_register(Box::new(move || {
+                if let Some(registry) = weak.upgrade() {
+                    registry.hand_off_driver();
+                }
+            }));
+        }
         let exits = Arc::new(ExitCount {
             running: Mutex::new(n),
             exited: Condvar::new(),

@@ -487,6 +487,39 @@ impl Registry {
         })
     }
 
+    /// I/O sources registered with this runtime's driver (0 where there is none: loom and
+    /// shuttle builds).
+    pub(crate) fn io_live(&self) -> usize {
+        #[cfg(not(any(loom, shuttle)))]
+        return self.io.live();
+        #[cfg(any(loom, shuttle))]
+        return 0;
+    }
+
+    /// Whether something needs a worker to wait in the driver while the others sleep:
+    /// a registered I/O source (readiness may come any time) or a filed timer.
+    pub(crate) fn driver_needed(&self) -> bool {
+        self.io_live() > 0 || self.timers.has_timers()
+    }
+
+    /// Called by a worker that does not hold the driver role and is busy, after it held the
+    /// role (it woke from a park in the driver and found work; it turned the driver at
+    /// maintenance), and after a source registers: if nobody holds the role, something
+    /// needs driving and a worker outside `join` is parked (on its futex, then, not in the
+    /// driver), wakes one, which takes the role when it parks again. Returns whether it woke
+    /// one. This is the driver hand-off of sleep/README.md ("The driver role").
+    pub(crate) fn hand_off_driver(&self) -> bool {
+        // SeqCst: the release of the role (a SeqCst store), or the registration, comes
+        // before the loads below. Pairs with `register_parked`'s heavy barrier: a parker
+        // sets its idle bit, then tries the role; either its `try_drive` finds the role
+        // free, or our load of its bit below sees it.
+        fence(SeqCst);
+        if self.timers.is_driven() || !self.driver_needed() || !self.sleep.has_parked_free() {
+            return false;
+        }
+        self.sleep.wake_free_cold()
+    }
+
     /// Wakes whoever must see a timer filed earlier than the driver's current deadline.
     pub(crate) fn rearm_timers(&self, rearm: Rearm) {
         match rearm {

@@ -384,3 +384,109 @@ fn loom_latch_set_races_notification() {
         });
     });
 }
+
+/// A model of the I/O driver's wait (`sleep/parker.rs`, "Parking in the driver"): `wait`
+/// blocks until `unpark` (the `mio::Waker`) was called since the last wait returned. The OS
+/// keeps a waker's event until a turn reads it, so an unpark that comes before the wait is
+/// not lost; that is the one property of epoll the protocol relies on.
+struct FakePoller {
+    pending: crate::sync::Mutex<bool>,
+    condvar: crate::sync::Condvar,
+}
+
+impl FakePoller {
+    fn unpark(&self) {
+        *crate::sync::lock(&self.pending) = true;
+        self.condvar.notify_one();
+    }
+
+    fn wait(&self) {
+        let mut pending = crate::sync::lock(&self.pending);
+        while !*pending {
+            pending = self.condvar.wait(pending).unwrap();
+        }
+        *pending = false;
+    }
+}
+
+/// A coordinator for one worker whose parks are in the driver, the poller, and a flag the
+/// waker sets before waking it. Kept in `ManuallyDrop`s for the reason [`with_pool`] gives.
+fn with_driver_pool(f: impl FnOnce(&Arc<DriverPool>)) {
+    let poller = Arc::new(FakePoller {
+        pending: crate::sync::Mutex::new(false),
+        condvar: crate::sync::Condvar::new(),
+    });
+    let unpark: DriverUnpark = {
+        let poller = poller.clone();
+        Box::new(move || poller.unpark())
+    };
+    let shared = ManuallyDrop::new(Arc::new((
+        Sleep::with_driver(1, Some(unpark)),
+        poller,
+        AtomicBool::new(false),
+    )));
+    f(&shared);
+    drop(ManuallyDrop::into_inner(shared));
+}
+
+/// The coordinator, the poller its worker parks in, and the flag a waker sets.
+type DriverPool = (Sleep, Arc<FakePoller>, AtomicBool);
+
+/// The worker's side: park in the driver until the flag is set, rechecking it after
+/// registering (R5), as `IdleLoop::park` does.
+fn park_in_driver_until_set(shared: &DriverPool, plain: bool) {
+    let (sleep, poller, flag) = shared;
+    // Relaxed: a job count in the other models; here the heavy barrier orders it.
+    while !flag.load(Relaxed) {
+        let _ = sleep.register_parked(0, false);
+        if flag.load(Relaxed) && !plain {
+            sleep.wake_any_cold();
+        }
+        let _ = sleep.park_driving(0, || poller.wait());
+    }
+}
+
+/// A publisher's notification reaches the worker parked in the driver: through the mio
+/// waker when it waits there, through its token when it has not started waiting. With
+/// `--cfg magpie_loom_broken` the parker ignores its `in_driver` mark and notifies its
+/// condvar, where nobody waits, and this model must deadlock.
+#[test]
+#[cfg_attr(magpie_loom_broken, should_panic(expected = "deadlock"))]
+fn loom_notification_reaches_a_worker_parked_in_the_driver() {
+    model(None, || {
+        with_driver_pool(|shared| {
+            let publisher = {
+                let shared = ManuallyDrop::new(shared.clone());
+                thread::spawn(move || {
+                    // Relaxed: `notify_work`'s barrier orders it (as `Pool::publish`).
+                    shared.2.store(true, Relaxed);
+                    shared.0.notify_work();
+                    drop(ManuallyDrop::into_inner(shared));
+                })
+            };
+            park_in_driver_until_set(shared, false);
+            publisher.join().unwrap();
+        });
+    });
+}
+
+/// A plain wake (a latch set, shutdown, an earlier timer) reaches the worker parked in the
+/// driver.
+#[test]
+fn loom_plain_wake_reaches_a_worker_parked_in_the_driver() {
+    model(None, || {
+        with_driver_pool(|shared| {
+            let waker = {
+                let shared = ManuallyDrop::new(shared.clone());
+                thread::spawn(move || {
+                    // SeqCst: the wake is the latch's; the parker rereads after its park.
+                    shared.2.store(true, SeqCst);
+                    shared.0.wake_worker(0);
+                    drop(ManuallyDrop::into_inner(shared));
+                })
+            };
+            park_in_driver_until_set(shared, true);
+            waker.join().unwrap();
+        });
+    });
+}

@@ -87,7 +87,7 @@ impl std::fmt::Debug for Sleep {
 
 impl Sleep {
     /// A coordinator for `num_workers` workers, all counted as unparked and not searching.
-    #[cfg_attr(not(any(loom, shuttle, test)), allow(dead_code))]
+    #[allow(dead_code)] // The tests and the models; runtimes use `with_driver`.
     pub(crate) fn new(num_workers: usize) -> Sleep {
         Sleep::with_driver(num_workers, None)
     }
@@ -259,10 +259,13 @@ impl Sleep {
     /// take the driver role if it were woken (`IdleLoop::hand_off_driver`). The caller orders
     /// this after its own release of the role with a SeqCst fence.
     pub(crate) fn has_parked_free(&self) -> bool {
-        self.idle.iter().zip(self.join_waiting.iter()).any(|(idle, join)| {
-            // Acquire: as in `wake_cold`; Relaxed for `join_waiting`, read after it.
-            idle.load(Acquire) & !join.load(Relaxed) != 0
-        })
+        self.idle
+            .iter()
+            .zip(self.join_waiting.iter())
+            .any(|(idle, join)| {
+                // Acquire: as in `wake_cold`; Relaxed for `join_waiting`, read after it.
+                idle.load(Acquire) & !join.load(Relaxed) != 0
+            })
     }
 
     /// Registers `worker` as parked (R2): sets its idle bit and stops counting it as
@@ -300,6 +303,7 @@ impl Sleep {
     /// calls while it waits there (`parker.rs`, "Parking in the driver"). The caller holds
     /// the driver role, and it may return with no token at all (an I/O event): it then
     /// claims its own bit back, as after a timeout.
+    #[cfg_attr(any(loom, shuttle), allow(dead_code))] // No driver there but the models'.
     pub(crate) fn park_driving(&self, worker: usize, wait: impl FnOnce()) -> Wake {
         self.parkers[worker].park_in(wait);
         self.settle(worker)

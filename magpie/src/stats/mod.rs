@@ -69,6 +69,10 @@ pub(crate) struct WorkerCounters {
     pub(crate) budget_forced_yields: AtomicU64,
     pub(crate) noops: AtomicU64,
     pub(crate) tasks_spawned: AtomicU64,
+    pub(crate) io_events: AtomicU64,
+    pub(crate) driver_polls_blocking: AtomicU64,
+    pub(crate) driver_polls_nonblocking: AtomicU64,
+    pub(crate) driver_handoffs: AtomicU64,
     pub(crate) poll_time_histogram: [AtomicU64; HISTOGRAM_BUCKETS],
     /// The worker's OS thread id (Linux `gettid`), 0 elsewhere or before it started.
     pub(crate) thread_id: AtomicU64,
@@ -158,6 +162,10 @@ impl WorkerCounters {
             budget_forced_yields: self.budget_forced_yields.load(Relaxed),
             noops: self.noops.load(Relaxed),
             tasks_spawned: self.tasks_spawned.load(Relaxed),
+            io_events: self.io_events.load(Relaxed),
+            driver_polls_blocking: self.driver_polls_blocking.load(Relaxed),
+            driver_polls_nonblocking: self.driver_polls_nonblocking.load(Relaxed),
+            driver_handoffs: self.driver_handoffs.load(Relaxed),
             poll_time_histogram: self
                 .poll_time_histogram
                 .iter()
@@ -321,6 +329,17 @@ pub struct WorkerStats {
     pub noops: u64,
     /// Tasks spawned by code running on this worker.
     pub tasks_spawned: u64,
+    /// I/O readiness events this worker took from the OS and delivered to a registered
+    /// source (in a park in the driver, or a non-blocking turn at maintenance).
+    pub io_events: u64,
+    /// Parks in the I/O driver (`epoll_wait` with the timeout to the next timer), as the
+    /// holder of the driver role.
+    pub driver_polls_blocking: u64,
+    /// Non-blocking turns of the I/O driver at maintenance, while busy.
+    pub driver_polls_nonblocking: u64,
+    /// Times this worker gave the driver role up to run work and woke a parked worker to
+    /// take it over, so that I/O readiness is waited for while it runs (sleep/README.md).
+    pub driver_handoffs: u64,
     /// Task polls by duration, in the buckets of [`Stats::poll_time_histogram_bounds_ns`];
     /// all zero unless [`Builder::poll_time_histogram`](crate::Builder::poll_time_histogram)
     /// turned it on.
@@ -433,6 +452,8 @@ pub struct Stats {
     pub inject_queue_depth: u64,
     /// Timers filed and not yet fired or cancelled.
     pub timers_pending: u64,
+    /// I/O sources registered with the runtime's driver now (sockets, `AsyncFd`s).
+    pub io_sources: u64,
     /// Threads of the blocking pool alive now.
     pub blocking_threads: u64,
     /// Closures queued on the blocking pool, not yet started.

@@ -58,6 +58,9 @@ pub(crate) enum Kind {
     Unpark = 8,
     /// Tasks pulled from the inject queue; the argument is the count.
     InjectPull = 9,
+    /// The worker parked in the I/O driver (`epoll_wait`), holding the driver role; the
+    /// next `Unpark` ends it.
+    DriverPark = 10,
 }
 
 impl Kind {
@@ -72,6 +75,7 @@ impl Kind {
             7 => Kind::Park,
             8 => Kind::Unpark,
             9 => Kind::InjectPull,
+            10 => Kind::DriverPark,
             _ => return None,
         })
     }
@@ -201,7 +205,7 @@ pub(crate) fn write_chrome_json(
         for event in events {
             let ts = micros(event.time_ns);
             match event.kind {
-                Kind::PollStart | Kind::JobStart | Kind::Park => {
+                Kind::PollStart | Kind::JobStart | Kind::Park | Kind::DriverPark => {
                     open.push((event.kind, event.time_ns, event.arg));
                 }
                 Kind::PollEnd | Kind::JobEnd | Kind::Unpark => {
@@ -210,7 +214,10 @@ pub(crate) fn write_chrome_json(
                         Kind::JobEnd => Kind::JobStart,
                         _ => Kind::Park,
                     };
-                    if let Some(at) = open.iter().rposition(|&(k, _, _)| k == start_kind) {
+                    let matches = |k: Kind| {
+                        k == start_kind || (start_kind == Kind::Park && k == Kind::DriverPark)
+                    };
+                    if let Some(at) = open.iter().rposition(|&(k, _, _)| matches(k)) {
                         let (kind, start, arg) = open.remove(at);
                         json.span(worker, kind, start, event.time_ns, arg);
                     }
@@ -285,6 +292,9 @@ impl JsonEvents {
             )),
             Kind::JobStart => self.push(format_args!(
                 r#"{{"name":"job","cat":"job","ph":"X","pid":1,"tid":{worker},"ts":{ts:.3},"dur":{dur:.3}}}"#
+            )),
+            Kind::DriverPark => self.push(format_args!(
+                r#"{{"name":"parked in driver","cat":"park","ph":"X","pid":1,"tid":{worker},"ts":{ts:.3},"dur":{dur:.3},"args":{{"driver":true}}}}"#
             )),
             _ => self.push(format_args!(
                 r#"{{"name":"parked","cat":"park","ph":"X","pid":1,"tid":{worker},"ts":{ts:.3},"dur":{dur:.3}}}"#

@@ -249,10 +249,18 @@ impl Driver {
         count
     }
 
-    /// Whether timers are filed and nobody drives the wheel (see `runtime/worker/mod.rs`, `retire`).
-    pub(crate) fn needs_driver(&self) -> bool {
-        // SeqCst: as in `register` (module docs), with the caller's fence.
-        self.next_ms.load(SeqCst) != NONE && self.driver.load(SeqCst) == NO_DRIVER
+    /// Whether a worker holds the driver role now.
+    pub(crate) fn is_driven(&self) -> bool {
+        // SeqCst: the caller's side of a Dekker pair with `try_drive` (see
+        // `Registry::hand_off_driver`).
+        self.driver.load(SeqCst) != NO_DRIVER
+    }
+
+    /// Whether any timer is filed (one may be due later).
+    pub(crate) fn has_timers(&self) -> bool {
+        // SeqCst: the caller's side of a Dekker pair with `register`'s lowering, as in
+        // `Registry::hand_off_driver`.
+        self.next_ms.load(SeqCst) != NONE
     }
 
     /// Timers filed and not yet fired or removed.

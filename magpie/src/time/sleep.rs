@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 
 use super::driver::Registration;
 use super::wheel::TimerKey;
-use crate::runtime::registry::Registry;
-use crate::runtime::{context, global};
+use crate::runtime::context;
+use crate::runtime::handle::DriverHandle;
 use crate::task::coop;
-use std::sync::Arc;
 
 /// Waits until `duration` has elapsed.
 ///
@@ -104,7 +103,7 @@ pub struct Sleep {
 
 /// Where a pending `Sleep` is filed.
 struct Entry {
-    registry: Arc<Registry>,
+    runtime: DriverHandle,
     key: TimerKey,
 }
 
@@ -149,31 +148,31 @@ impl Sleep {
 
     fn cancel(&mut self) {
         if let Some(entry) = self.entry.take() {
-            entry.registry.timers.deregister(entry.key);
+            entry.runtime.timers().deregister(entry.key);
         }
     }
 
-    /// Files the timer with `registry` (re-filing `old`, its previous key there, if any),
-    /// or, if `registry` closed its timers meanwhile, where [`fallback_registry`] says: the
+    /// Files the timer with `runtime` (re-filing `old`, its previous key there, if any),
+    /// or, if `runtime` closed its timers meanwhile, where [`fallback_runtime`] says: the
     /// `is_terminating` checks in `poll` are a hint, the driver's lock decides (`driver.rs`,
     /// "Closing").
-    fn file(&mut self, registry: Arc<Registry>, old: Option<TimerKey>, waker: Waker) {
-        let deadline_ms = registry.timers.deadline_ms(self.deadline);
-        let (registry, key, rearm) = match registry.timers.register(old, deadline_ms, waker) {
-            Registration::Filed { key, rearm } => (registry, key, rearm),
+    fn file(&mut self, runtime: DriverHandle, old: Option<TimerKey>, waker: Waker) {
+        let deadline_ms = runtime.timers().deadline_ms(self.deadline);
+        let (runtime, key, rearm) = match runtime.timers().register(old, deadline_ms, waker) {
+            Registration::Filed { key, rearm } => (runtime, key, rearm),
             Registration::Closed(waker) => {
-                let Some(fallback) = fallback_registry() else {
+                let Some(fallback) = fallback_runtime() else {
                     return;
                 };
-                let deadline_ms = fallback.timers.deadline_ms(self.deadline);
-                match fallback.timers.register(None, deadline_ms, waker) {
+                let deadline_ms = fallback.timers().deadline_ms(self.deadline);
+                match fallback.timers().register(None, deadline_ms, waker) {
                     Registration::Filed { key, rearm } => (fallback, key, rearm),
                     Registration::Closed(_) => unreachable!("the global runtime never shuts down"),
                 }
             }
         };
-        registry.rearm_timers(rearm);
-        self.entry = Some(Entry { registry, key });
+        runtime.rearm_timers(rearm);
+        self.entry = Some(Entry { runtime, key });
     }
 }
 
@@ -191,18 +190,18 @@ impl Future for Sleep {
         }
         // Cloned before the entry is touched: a clone that panics leaves the timer as it was.
         let waker = cx.waker().clone();
-        let (registry, old) = match this.entry.take() {
+        let (runtime, old) = match this.entry.take() {
             // A runtime that is shutting down fires nothing more: move the timer. (`close`
             // took it already, unless this poll runs between `terminate` and `close`.)
-            Some(entry) if entry.registry.is_terminating() => {
-                entry.registry.timers.deregister(entry.key);
-                (live_registry(), None)
+            Some(entry) if entry.runtime.is_terminating() => {
+                entry.runtime.timers().deregister(entry.key);
+                (live_runtime(), None)
             }
-            Some(entry) => (Some(entry.registry), Some(entry.key)),
-            None => (live_registry(), None),
+            Some(entry) => (Some(entry.runtime), Some(entry.key)),
+            None => (live_runtime(), None),
         };
-        if let Some(registry) = registry {
-            this.file(registry, old, waker);
+        if let Some(runtime) = runtime {
+            this.file(runtime, old, waker);
         }
         Poll::Pending
     }
@@ -210,11 +209,11 @@ impl Future for Sleep {
 
 /// The runtime a timer is filed with when it has none that runs: the current one (the
 /// worker's, the blocking closure's, the `block_on`'s, else the global one), unless that is
-/// shutting down, then [`fallback_registry`].
-fn live_registry() -> Option<Arc<Registry>> {
-    let current = context::current_registry();
+/// shutting down, then [`fallback_runtime`].
+fn live_runtime() -> Option<DriverHandle> {
+    let current = DriverHandle::current();
     if current.is_terminating() {
-        fallback_registry()
+        fallback_runtime()
     } else {
         Some(current)
     }
@@ -225,11 +224,11 @@ fn live_registry() -> Option<Arc<Registry>> {
 /// (filing it elsewhere would start the global runtime for nothing:
 /// `context::in_task_of_terminating_runtime`); otherwise the global runtime, which never
 /// shuts down (it lives in a `static`), so that a waiter outside the pool still wakes.
-fn fallback_registry() -> Option<Arc<Registry>> {
+fn fallback_runtime() -> Option<DriverHandle> {
     if context::in_task_of_terminating_runtime() {
         None
     } else {
-        Some(global::registry().clone())
+        Some(DriverHandle::global())
     }
 }
 

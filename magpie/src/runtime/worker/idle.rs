@@ -2,6 +2,8 @@
 //! timers while parked (find-work step 6 of the module docs of `worker`).
 
 use crate::sleep::Wake;
+#[cfg(not(any(loom, shuttle)))]
+use crate::stats::add;
 use crate::stats::bump;
 use crate::stats::trace::Kind;
 use crate::sync::thread::{self};
@@ -56,6 +58,9 @@ pub(super) struct IdleLoop<'w> {
     /// `noops` count).
     pub(super) woken: bool,
     pub(super) worked: bool,
+    /// This worker held the driver role in its last park and gave it up on waking: if it
+    /// now runs work, a parked worker must take the role over (`hand_off_driver`).
+    pub(super) left_driver: bool,
 }
 
 impl<'w> IdleLoop<'w> {
@@ -67,6 +72,7 @@ impl<'w> IdleLoop<'w> {
             join_wait,
             woken: false,
             worked: false,
+            left_driver: false,
         }
     }
 
@@ -75,6 +81,14 @@ impl<'w> IdleLoop<'w> {
     pub(super) fn found_work(&mut self) {
         self.rounds = 0;
         self.worked = true;
+        if self.left_driver {
+            // About to run work, so no longer a candidate for the role: no busy worker holds
+            // the driver (sleep/README.md, "The driver role").
+            self.left_driver = false;
+            if self.worker.registry.hand_off_driver() {
+                bump(&self.worker.counters.driver_handoffs);
+            }
+        }
         if self.searching {
             self.searching = false;
             if self.worker.registry.sleep.stop_searching() {
@@ -145,8 +159,19 @@ impl<'w> IdleLoop<'w> {
         }
         // Parks are rare next to tasks and jobs: two clock reads each are affordable.
         counters.begin_park(|| registry.uptime_ns());
-        worker.trace_event(Kind::Park, 0);
-        let wake = registry.sleep.park(worker.index, timeout);
+        // A park in the driver is its own span kind: the timeline shows when a worker sat in
+        // `epoll_wait`.
+        let park_kind = if driving && cfg!(not(any(loom, shuttle))) {
+            Kind::DriverPark
+        } else {
+            Kind::Park
+        };
+        worker.trace_event(park_kind, 0);
+        let wake = if driving {
+            self.park_in_driver(timeout)
+        } else {
+            registry.sleep.park(worker.index, timeout)
+        };
         counters.end_park(|| registry.uptime_ns());
         worker.trace_event(Kind::Unpark, 0);
         bump(&counters.unparks);
@@ -155,6 +180,7 @@ impl<'w> IdleLoop<'w> {
         if driving {
             registry.timers.fire_due();
             registry.timers.release();
+            self.left_driver = true;
         }
         match wake {
             Wake::Searching if self.join_wait => self.shed_searching(),
@@ -164,6 +190,29 @@ impl<'w> IdleLoop<'w> {
         self.rounds = 0;
         // Time parked is not task time.
         worker.tasks.batch_start.set(None);
+    }
+
+    /// Parks as the holder of the driver role: in the I/O driver's `epoll_wait`, which
+    /// returns on readiness, the timeout (the next timer's deadline or the safety net), or a
+    /// wake of this worker (`sleep/parker.rs`, "Parking in the driver"). Readiness found
+    /// there wakes its tasks, which this worker then finds in its own queue.
+    #[cfg(not(any(loom, shuttle)))]
+    fn park_in_driver(&self, timeout: Option<std::time::Duration>) -> Wake {
+        let worker = self.worker;
+        let registry = &*worker.registry;
+        bump(&worker.counters.driver_polls_blocking);
+        let mut delivered = 0;
+        let wake = registry.sleep.park_driving(worker.index, || {
+            delivered = registry.io.turn(timeout);
+        });
+        add(&worker.counters.io_events, delivered as u64);
+        wake
+    }
+
+    /// Without an I/O driver (loom and shuttle model no OS), the holder parks on its parker.
+    #[cfg(any(loom, shuttle))]
+    fn park_in_driver(&self, timeout: Option<std::time::Duration>) -> Wake {
+        self.worker.registry.sleep.park(self.worker.index, timeout)
     }
 
     /// A worker waiting inside `join` was woken as a searcher. It never counts as one (R6),

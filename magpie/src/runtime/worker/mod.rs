@@ -275,12 +275,7 @@ impl WorkerThread {
             // active worker that parked meanwhile parked without a timeout. Make sure one
             // takes the role: one that parks from now on finds it free (`IdleLoop::park`
             // tries after setting its idle bit); one parked already is woken.
-            // SeqCst: pairs with `register_parked`'s heavy barrier, as the other Dekker
-            // pairs of the sleep protocol do (the role was released with a SeqCst store).
-            crate::sync::atomic::fence(crate::sync::atomic::SeqCst);
-            if registry.timers.needs_driver() {
-                registry.sleep.wake_free_cold();
-            }
+            registry.hand_off_driver();
             if registry.is_terminating() {
                 break true;
             }

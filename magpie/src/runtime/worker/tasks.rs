@@ -297,10 +297,35 @@ impl WorkerThread {
         state.batch_start.set(Some(now));
         state.batch_tasks.set(0);
         state.countdown.set(state.interval.get());
-        let timers = &self.registry.timers;
-        if timers.is_due(now) && timers.try_drive(self.index) {
-            timers.fire_due();
-            timers.release();
+        self.poll_drivers(now);
+    }
+
+    /// A busy worker's turn of the drivers (maintenance): fires due timers and takes the
+    /// I/O readiness the OS has, without blocking, if nobody holds the driver role (a parked
+    /// holder delivers readiness itself). The role is given back before any task runs: no
+    /// busy worker holds the driver (sleep/README.md, "The driver role").
+    fn poll_drivers(&self, now: std::time::Instant) {
+        let registry = &*self.registry;
+        let timers = &registry.timers;
+        #[cfg(not(any(loom, shuttle)))]
+        let io_live = registry.io.live() > 0;
+        #[cfg(any(loom, shuttle))]
+        let io_live = false;
+        if !(io_live || timers.is_due(now)) || !timers.try_drive(self.index) {
+            return;
+        }
+        #[cfg(not(any(loom, shuttle)))]
+        if io_live {
+            bump(&self.counters.driver_polls_nonblocking);
+            let delivered = registry.io.turn(Some(std::time::Duration::ZERO));
+            add(&self.counters.io_events, delivered as u64);
+        }
+        timers.fire_due();
+        timers.release();
+        // A worker that parked while we held the role parked on its futex, not in the
+        // driver: wake one to take the role (`Registry::hand_off_driver`).
+        if registry.hand_off_driver() {
+            bump(&self.counters.driver_handoffs);
         }
     }
 }
