@@ -114,7 +114,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(loom, allow(dead_code, unused_imports, unreachable_pub))]
 
-pub(crate) mod io;
+pub mod io;
 mod queue;
 mod sleep;
 mod sync;
@@ -125,6 +125,8 @@ mod util;
 #[cfg(not(loom))]
 pub mod iter;
 mod join;
+#[cfg(not(any(loom, shuttle)))]
+pub mod net;
 #[cfg(not(loom))]
 pub mod prelude;
 mod runtime;

@@ -291,6 +291,18 @@ impl Registration {
         })
     }
 
+    /// The readiness in `direction` now, without storing a waker (the `try_*` operations):
+    /// `None` if there is none, `Err` once the driver has shut down.
+    pub(crate) fn try_ready(&self, direction: Direction) -> Option<io::Result<ReadyEvent>> {
+        self.io.ready_event(direction).map(|event| {
+            if event.shutdown {
+                Err(shut_down())
+            } else {
+                Ok(event)
+            }
+        })
+    }
+
     /// Clears what `event` saw, unless a later turn set readiness since; see
     /// [`ScheduledIo::clear_readiness`].
     pub(crate) fn clear_readiness(&self, event: ReadyEvent) -> bool {

@@ -87,9 +87,13 @@
 //! * `magpie::net` (item 2) builds `TcpStream` and friends on `Registration`: poll, try the
 //!   system call, `clear_readiness` on `WouldBlock`, poll again.
 
+#[cfg(all(unix, not(any(loom, shuttle))))]
+mod async_fd;
 #[cfg(not(any(loom, shuttle)))]
 #[allow(dead_code)] // Until the worker loop and `magpie::net` use all of it.
 pub(crate) mod driver;
+#[cfg(not(any(loom, shuttle)))]
+pub(crate) mod poll_evented;
 #[allow(dead_code)] // Used by `driver.rs`; the rest by `magpie::net` once wired.
 pub(crate) mod readiness;
 #[allow(dead_code)] // Used by `driver.rs`; `live` by the runtime's statistics once wired.
@@ -99,6 +103,27 @@ pub(crate) mod slab;
 mod tests;
 #[cfg(all(test, not(any(loom, shuttle))))]
 mod tests_runtime;
+
+#[cfg(all(unix, not(any(loom, shuttle))))]
+pub use async_fd::{AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, Interest, TryIoError};
+
+/// The Unix-only part of this module, under tokio's path (`tokio::io::unix`), so that code
+/// written against tokio's [`AsyncFd`] moves over by changing the crate name.
+///
+/// # Examples
+///
+/// ```
+/// use magpie::io::unix::AsyncFd;
+///
+/// let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+/// a.set_nonblocking(true).unwrap();
+/// let fd = magpie::block_on(async { AsyncFd::new(a) }).unwrap();
+/// # drop(fd);
+/// ```
+#[cfg(all(unix, not(any(loom, shuttle))))]
+pub mod unix {
+    pub use super::async_fd::{AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, TryIoError};
+}
 
 #[cfg(not(any(loom, shuttle)))]
 #[allow(unused_imports)] // `current_handle`: for `magpie::net`.

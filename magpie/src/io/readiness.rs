@@ -372,8 +372,9 @@ impl ScheduledIo {
         Poll::Pending
     }
 
-    /// The readiness in `direction` now, if any (or the shutdown event).
-    fn ready_event(&self, direction: Direction) -> Option<ReadyEvent> {
+    /// The readiness in `direction` now, if any (or the shutdown event). Stores no waker:
+    /// for the `try_*` operations, which must not displace a waiting task's waker.
+    pub(crate) fn ready_event(&self, direction: Direction) -> Option<ReadyEvent> {
         // Acquire: pairs with the Release of the CAS in `set_readiness`/`shutdown`.
         let word = self.word.load(Acquire);
         let tick = tick_of(word);
