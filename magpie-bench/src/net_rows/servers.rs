@@ -124,6 +124,12 @@ trait NoDelay {
     fn no_delay(&self);
 }
 
+impl NoDelay for magpie::net::TcpStream {
+    fn no_delay(&self) {
+        let _ = self.set_nodelay(true);
+    }
+}
+
 impl NoDelay for tokio::net::TcpStream {
     fn no_delay(&self) {
         let _ = self.set_nodelay(true);
@@ -154,14 +160,52 @@ fn common_route(req: &Request<Incoming>) -> Response<Full<Bytes>> {
 // ---------------------------------------------------------------------------------------
 // magpie
 
-/// magpie's servers: `magpie::net` is not on this branch yet (issue 13's `io-net` branch is
-/// being written). Until it is merged, the magpie rows point at a port nothing listens on.
-pub(crate) fn start_magpie(_rt: &magpie::Runtime, _data: &Arc<Vec<u64>>) -> Addrs {
-    let nowhere = SocketAddr::from(([127, 0, 0, 1], 9));
-    Addrs {
-        echo: nowhere,
-        http: nowhere,
-    }
+/// Starts magpie's servers on `rt`.
+pub(crate) fn start_magpie(rt: &magpie::Runtime, data: &Arc<Vec<u64>>) -> Addrs {
+    use hyper_util::rt::TokioIo;
+    use magpie::net::TcpListener;
+    use magpie::prelude::*;
+
+    let (echo, http) = rt.block_on(async {
+        let echo = TcpListener::bind("127.0.0.1:0").await.expect("magpie bind");
+        let http = TcpListener::bind("127.0.0.1:0").await.expect("magpie bind");
+        (echo, http)
+    });
+    let addrs = Addrs {
+        echo: echo.local_addr().expect("local_addr"),
+        http: http.local_addr().expect("local_addr"),
+    };
+    drop(rt.spawn(async move {
+        accept_loop!(
+            echo,
+            |task| drop(magpie::spawn(task)),
+            |stream| async move {
+                let mut stream = stream;
+                echo_connection!(stream)
+            }
+        )
+    }));
+    let data = Arc::clone(data);
+    drop(rt.spawn(async move {
+        accept_loop!(http, |task| drop(magpie::spawn(task)), |stream| {
+            let data = Arc::clone(&data);
+            async move {
+                serve_http!(TokioIo::new(stream), move |req: Request<Incoming>| {
+                    let data = Arc::clone(&data);
+                    async move {
+                        if req.uri().path() == "/sum" {
+                            // Fork-join on the same workers, straight from the handler.
+                            let sum: u64 = data.par_iter().sum();
+                            text(StatusCode::OK, sum.to_string())
+                        } else {
+                            common_route(&req)
+                        }
+                    }
+                })
+            }
+        })
+    }));
+    addrs
 }
 
 // ---------------------------------------------------------------------------------------
