@@ -45,6 +45,8 @@ async fn get(sender: &mut http1::SendRequest<Empty<Bytes>>, path: &str) -> (Stat
         .header(hyper::header::HOST, "127.0.0.1")
         .body(Empty::new())
         .expect("request");
+    // The connection takes the next request once it has finished with the last response.
+    sender.ready().await.expect("the connection closed");
     let response = sender.send_request(request).await.expect("send_request");
     let status = response.status();
     let body = response
@@ -72,7 +74,10 @@ fn hyper_client_gets_hello_world_over_one_kept_alive_connection() {
             assert_eq!(&body[..], b"Hello, World!");
         }
         // Ten answers on one connection, and the server has not closed it.
-        assert!(!conn.is_finished(), "the server closed a keep-alive connection");
+        assert!(
+            !conn.is_finished(),
+            "the server closed a keep-alive connection"
+        );
         let (status, body) = get(&mut sender, "/sum").await;
         assert_eq!(status, StatusCode::OK);
         let n = example::SUM_LEN;
@@ -81,7 +86,9 @@ fn hyper_client_gets_hello_world_over_one_kept_alive_connection() {
         assert_eq!(status, StatusCode::NOT_FOUND);
         // Dropping the sender closes the connection cleanly.
         drop(sender);
-        conn.await.expect("the connection task").expect("the connection");
+        conn.await
+            .expect("the connection task")
+            .expect("the connection");
     });
 }
 
@@ -103,7 +110,9 @@ fn many_connections_at_once() {
                     assert_eq!(&body[..], b"Hello, World!");
                 }
                 drop(sender);
-                conn.await.expect("the connection task").expect("the connection");
+                conn.await
+                    .expect("the connection task")
+                    .expect("the connection");
             })
         })
         .collect();
