@@ -73,7 +73,7 @@ pub type OwnedReadHalf = split::OwnedReadHalf<TcpStream>;
 pub type OwnedWriteHalf = split::OwnedWriteHalf<TcpStream>;
 
 /// The error of [`OwnedReadHalf::reunite`](split::OwnedReadHalf::reunite) with another
-/// stream's half.
+/// stream's half: both halves, handed back.
 ///
 /// # Examples
 ///
@@ -84,11 +84,25 @@ pub type OwnedWriteHalf = split::OwnedWriteHalf<TcpStream>;
 /// # let b = magpie::net::TcpStream::connect(listener.local_addr()?).await?;
 /// let (a_read, _) = a.into_split();
 /// let (_, b_write) = b.into_split();
-/// let err: magpie::net::tcp::ReuniteError = a_read.reunite(b_write).unwrap_err();
-/// # drop(err);
+/// let magpie::net::tcp::ReuniteError(a_read, b_write) = a_read.reunite(b_write).unwrap_err();
+/// # drop((a_read, b_write));
 /// # Ok::<(), std::io::Error>(()) }).unwrap();
 /// ```
-pub type ReuniteError = split::ReuniteError<TcpStream>;
+pub struct ReuniteError(pub OwnedReadHalf, pub OwnedWriteHalf);
+
+impl fmt::Debug for ReuniteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ReuniteError(..)")
+    }
+}
+
+impl fmt::Display for ReuniteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tried to reunite halves of two different streams")
+    }
+}
+
+impl std::error::Error for ReuniteError {}
 
 /// A TCP socket listening for connections, registered with the current runtime's I/O driver.
 ///
@@ -1056,6 +1070,11 @@ impl TcpStream {
 
 impl Stream for TcpStream {
     type Addr = SocketAddr;
+    type ReuniteError = ReuniteError;
+
+    fn reunite_error(read: OwnedReadHalf, write: OwnedWriteHalf) -> ReuniteError {
+        ReuniteError(read, write)
+    }
 
     fn poll_read_priv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
         if buf.is_empty() {
