@@ -57,7 +57,10 @@ async fn echo_client(addr: SocketAddr, id: u64, progress: Arc<AtomicU64>) -> io:
         stream.write_all(&message).await?;
         let mut echoed = vec![0u8; message.len()];
         stream.read_exact(&mut echoed).await?;
-        assert!(echoed == message, "connection {id} round {round}: wrong echo");
+        assert!(
+            echoed == message,
+            "connection {id} round {round}: wrong echo"
+        );
         progress.fetch_add(1, Relaxed);
     }
     stream.shutdown().await?;

@@ -44,8 +44,7 @@ pub(crate) mod sealed {
             Self: Sized;
 
         #[doc(hidden)]
-        fn poll_read_priv(&self, cx: &mut Context<'_>, buf: &mut [u8])
-            -> Poll<io::Result<usize>>;
+        fn poll_read_priv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>>;
         #[doc(hidden)]
         fn poll_write_priv(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>>;
         #[doc(hidden)]

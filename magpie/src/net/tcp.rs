@@ -208,9 +208,10 @@ impl TcpListener {
     /// .unwrap();
     /// ```
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
-        let (stream, peer) = ready!(self
-            .io
-            .poll_io(Direction::Read, cx, mio::net::TcpListener::accept))?;
+        let (stream, peer) =
+            ready!(self
+                .io
+                .poll_io(Direction::Read, cx, mio::net::TcpListener::accept))?;
         // A failed registration drops (closes) the accepted stream: the peer sees a reset.
         Poll::Ready(TcpStream::new(stream).map(|stream| (stream, peer)))
     }

@@ -268,9 +268,10 @@ impl UnixListener {
     /// std::fs::remove_file(&path).unwrap();
     /// ```
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(UnixStream, SocketAddr)>> {
-        let (stream, peer) = ready!(self
-            .io
-            .poll_io(Direction::Read, cx, mio::net::UnixListener::accept))?;
+        let (stream, peer) =
+            ready!(self
+                .io
+                .poll_io(Direction::Read, cx, mio::net::UnixListener::accept))?;
         Poll::Ready(UnixStream::new(stream).map(|stream| (stream, peer)))
     }
 

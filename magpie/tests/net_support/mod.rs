@@ -105,7 +105,12 @@ pub(crate) fn reset_on_close(socket: &impl std::os::unix::io::AsRawFd) {
             std::mem::size_of::<libc::linger>() as libc::socklen_t,
         )
     };
-    assert_eq!(rc, 0, "setsockopt(SO_LINGER): {}", std::io::Error::last_os_error());
+    assert_eq!(
+        rc,
+        0,
+        "setsockopt(SO_LINGER): {}",
+        std::io::Error::last_os_error()
+    );
 }
 
 /// The process's open file descriptors (`/proc/self/fd`, less the one reading it).
