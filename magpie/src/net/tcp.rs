@@ -1019,6 +1019,10 @@ impl TcpStream {
     /// Splits the stream into a read half and a write half that borrow it, so one task can
     /// read and write at once (in a `join` of the two directions, say). No allocation.
     ///
+    /// With `futures::io::AsyncReadExt` in scope (feature `futures-io`), `stream.split()`
+    /// means that trait's `split`, which takes the stream by value; write
+    /// `TcpStream::split(&mut stream)` for this one.
+    ///
     /// # Examples
     ///
     /// ```
