@@ -6,7 +6,8 @@
 //! limit run in a child process of their own (`common::child_test`), where no other test
 //! opens or closes descriptors meanwhile.
 
-#![cfg(target_os = "linux")]
+// `magpie::net` is not built under loom or shuttle (they model no OS).
+#![cfg(all(target_os = "linux", not(any(loom, shuttle))))]
 
 mod common;
 mod net_support;
@@ -338,10 +339,8 @@ fn set_fd_limit(soft: u64) {
         rlim_max: 0,
     };
     // SAFETY: a valid resource and a `rlimit` to write into.
-    assert_eq!(
-        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
-        0
-    );
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    assert_eq!(rc, 0, "getrlimit: {}", io::Error::last_os_error());
     limit.rlim_cur = soft as libc::rlim_t;
     // SAFETY: a valid resource and a `rlimit` to read from.
     let rc = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };

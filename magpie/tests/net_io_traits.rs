@@ -3,7 +3,11 @@
 //! runtime anywhere); with `futures-io`, the `futures` crate's. Streams and all four kinds of
 //! half, TCP and Unix. Run with `--features tokio-io,futures-io`.
 
-#![cfg(any(feature = "tokio-io", feature = "futures-io"))]
+// `magpie::net` is not built under loom or shuttle (they model no OS).
+#![cfg(all(
+    not(any(loom, shuttle)),
+    any(feature = "tokio-io", feature = "futures-io")
+))]
 
 mod common;
 mod net_support;

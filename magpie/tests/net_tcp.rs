@@ -5,6 +5,9 @@
 //! Every test runs under a [`Watchdog`]: a lost wakeup (a task that waits for readiness the
 //! driver never delivers) aborts the test binary with a report instead of hanging it.
 
+// `magpie::net` is not built under loom or shuttle (they model no OS).
+#![cfg(not(any(loom, shuttle)))]
+
 mod common;
 mod net_support;
 

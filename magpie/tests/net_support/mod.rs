@@ -82,9 +82,17 @@ impl<F: Future> Future for CountPolls<F> {
     }
 }
 
+/// A waker that does nothing (`Waker::noop` is newer than the crate's minimum Rust).
+struct Noop;
+
+impl std::task::Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
 /// Polls `future` once with a waker that does nothing.
 pub(crate) fn poll_once<F: Future>(future: Pin<&mut F>) -> Poll<F::Output> {
-    future.poll(&mut Context::from_waker(std::task::Waker::noop()))
+    let waker = std::task::Waker::from(Arc::new(Noop));
+    future.poll(&mut Context::from_waker(&waker))
 }
 
 /// Sets `SO_LINGER` to zero seconds: closing the socket then sends a reset (RST) instead of
