@@ -1,18 +1,40 @@
-//! The halves of a stream (TCP or Unix): borrowed ([`ReadHalf`], [`WriteHalf`], from
-//! `split`) and owned ([`OwnedReadHalf`], [`OwnedWriteHalf`], from `into_split`), written once
-//! for both kinds of stream over the sealed [`Stream`](sealed::Stream) trait. Users name them
-//! through the aliases in `magpie::net::tcp` and `magpie::net::unix`. Each of those modules
-//! has its own `ReuniteError`, a tuple struct (an alias could not be matched as a pattern).
+//! The halves of a stream, TCP or Unix: borrowed ([`ReadHalf`], [`WriteHalf`], from
+//! `split`) and owned ([`OwnedReadHalf`], [`OwnedWriteHalf`], from `into_split`).
 //!
-//! A stream's read and write sides have separate waker slots in the driver
-//! (`io/readiness.rs`), so one task may read while another writes; the halves make that
-//! split explicit in the types, as in tokio. Two readers of one stream would displace each
-//! other's waker (the last one wins); the halves cannot be cloned, so that takes a deliberate
-//! `&` to the stream.
+//! They are written once, generic over the stream (`S` is [`TcpStream`] or
+//! [`UnixStream`]; the trait that bounds it is sealed). Name them through the aliases, as in
+//! tokio: [`tcp::ReadHalf`], [`tcp::OwnedWriteHalf`], [`unix::ReadHalf`] and so on. Each of
+//! those modules also has its own `ReuniteError`, a tuple struct (an alias could not be
+//! matched as a pattern).
+//!
+//! A stream's read and write sides have separate waker slots in the driver, so one task may
+//! read while another writes; the halves make that split explicit in the types. Two readers
+//! of one stream would displace each other's waker (the last one wins); the halves cannot be
+//! cloned, so that takes a deliberate `&` to the stream.
 //!
 //! Dropping an [`OwnedWriteHalf`] shuts the stream's write side down (the peer reads end of
 //! stream), unless it was [`forget`](OwnedWriteHalf::forget)-ed or reunited; the descriptor
 //! closes when both owned halves are gone.
+//!
+//! [`TcpStream`]: super::TcpStream
+//! [`tcp::ReadHalf`]: super::tcp::ReadHalf
+//! [`tcp::OwnedWriteHalf`]: super::tcp::OwnedWriteHalf
+//! [`UnixStream`]: super::unix::UnixStream
+//! [`unix::ReadHalf`]: super::unix::ReadHalf
+//!
+//! # Examples
+//!
+//! ```
+//! # magpie::block_on(async {
+//! let (a, mut b) = magpie::net::UnixStream::pair()?;
+//! let (mut reader, mut writer): (magpie::net::unix::OwnedReadHalf, _) = a.into_split();
+//! writer.write_all(b"to b").await?;
+//! b.write_all(b"to a").await?;
+//! let mut buf = [0u8; 4];
+//! reader.read_exact(&mut buf).await?;
+//! b.read_exact(&mut buf).await?;
+//! # Ok::<(), std::io::Error>(()) }).unwrap();
+//! ```
 
 use std::fmt;
 use std::future::poll_fn;

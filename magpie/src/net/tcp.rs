@@ -1,8 +1,26 @@
-//! TCP: [`TcpListener`], [`TcpStream`], and the stream's halves ([`ReadHalf`], [`WriteHalf`],
-//! [`OwnedReadHalf`], [`OwnedWriteHalf`], [`ReuniteError`]).
+//! TCP: [`TcpListener`], [`TcpStream`], and the names of the stream's halves
+//! ([`ReadHalf`], [`WriteHalf`], [`OwnedReadHalf`], [`OwnedWriteHalf`]) and of
+//! [`ReuniteError`], as in `tokio::net::tcp`.
 //!
-//! Both types wrap a mio socket registered with the current runtime's I/O driver
-//! (`io/poll_evented.rs`); every operation is that file's loop with a different system call.
+//! (Inside magpie: both types wrap one mio socket registered with the current runtime's
+//! I/O driver, `io/poll_evented.rs`; every operation is that file's readiness loop around a
+//! different system call.)
+//!
+//! # Examples
+//!
+//! ```
+//! use magpie::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+//! use magpie::net::{TcpListener, TcpStream};
+//!
+//! magpie::block_on(async {
+//!     let listener = TcpListener::bind("127.0.0.1:0").await?;
+//!     let client = TcpStream::connect(listener.local_addr()?).await?;
+//!     let (reader, writer): (OwnedReadHalf, OwnedWriteHalf) = client.into_split();
+//!     # drop((reader, writer));
+//!     Ok::<(), std::io::Error>(())
+//! })
+//! .unwrap();
+//! ```
 
 use std::fmt;
 use std::future::poll_fn;

@@ -1,7 +1,24 @@
-//! Unix domain sockets: [`UnixListener`], [`UnixStream`], and the stream's halves
-//! ([`ReadHalf`], [`WriteHalf`], [`OwnedReadHalf`], [`OwnedWriteHalf`], [`ReuniteError`]).
-//! As `tcp.rs`, over mio's Unix sockets; addresses are the standard library's
+//! Unix domain sockets: [`UnixListener`], [`UnixStream`], and the names of the stream's
+//! halves ([`ReadHalf`], [`WriteHalf`], [`OwnedReadHalf`], [`OwnedWriteHalf`]) and of
+//! [`ReuniteError`], as in `tokio::net::unix`. Addresses are the standard library's
 //! [`SocketAddr`].
+//!
+//! (Inside magpie: as `tcp.rs`, over mio's Unix sockets.)
+//!
+//! # Examples
+//!
+//! ```
+//! use magpie::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+//! use magpie::net::UnixStream;
+//!
+//! magpie::block_on(async {
+//!     let (a, _b) = UnixStream::pair()?;
+//!     let (reader, writer): (OwnedReadHalf, OwnedWriteHalf) = a.into_split();
+//!     # drop((reader, writer));
+//!     Ok::<(), std::io::Error>(())
+//! })
+//! .unwrap();
+//! ```
 
 use std::fmt;
 use std::future::poll_fn;
