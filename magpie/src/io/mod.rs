@@ -12,6 +12,10 @@
 //! * `driver.rs` (not under loom or shuttle, which model no OS): [`Driver`](driver::Driver),
 //!   the `mio::Poll` its holder turns; [`Handle`](driver::Handle), shared, which registers,
 //!   unparks and shuts down; [`Registration`](driver::Registration), a source's readiness.
+//! * `fake_driver.rs` (only under shuttle): a model of the driver with the same surface to
+//!   the runtime, and a pretend source the shuttle scenarios fire from any thread, so that
+//!   the driver role and its hand-off run under shuttle as in the real build. Loom has no
+//!   driver (its models of the driver role, `sleep/loom_sleep.rs`, model epoll themselves).
 //!
 //! # The readiness word
 //!
@@ -100,9 +104,18 @@ mod tests;
 #[cfg(all(test, not(any(loom, shuttle))))]
 mod tests_runtime;
 
+#[cfg(shuttle)]
+pub(crate) mod fake_driver;
+
+/// The shared half of the runtime's I/O driver: registers, unparks, shuts down.
+#[cfg(not(any(loom, shuttle)))]
+pub(crate) use self::driver::Handle;
 #[cfg(not(any(loom, shuttle)))]
 #[allow(unused_imports)] // `current_handle`: for `magpie::net`.
 pub(crate) use self::runtime_io::{current_handle, IoDriver};
+
+#[cfg(shuttle)]
+pub(crate) use self::fake_driver::{Handle, IoDriver};
 
 #[cfg(not(any(loom, shuttle)))]
 #[allow(dead_code)] // Until the worker loop and `magpie::net` use all of it.
