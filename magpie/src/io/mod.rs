@@ -1,6 +1,6 @@
-//! The I/O driver's core (issue 13, item 1): readiness per registered source, registrations
-//! with generations, and a `mio::Poll` that records and dispatches what the OS reports. Not
-//! wired into the workers yet; see "Wiring" below.
+//! The I/O driver: readiness per registered source, registrations with generations, and a
+//! `mio::Poll` that records and dispatches what the OS reports, turned by the workers
+//! themselves (see "On the workers" below).
 //!
 //! # The pieces
 //!
@@ -70,26 +70,29 @@
 //! wakes them after the mutex is released. No waker's `wake` or `drop` (user code) runs under
 //! any lock here, and each runs inside a panic boundary.
 //!
-//! # Wiring (next, in the worker loop)
+//! # On the workers
 //!
-//! The `Driver` is a resource that one worker at a time holds, like the timer driver's role
-//! (ARCHITECTURE.md, "Timers without a timer thread"):
+//! The [`Driver`](driver::Driver) is turned by whichever worker holds the *driver role*, the
+//! same role that drives the timers (ARCHITECTURE.md, "I/O on the workers"; the rules D1-D4
+//! and their argument in `sleep/README.md`, "The driver role"):
 //!
-//! * a worker that parks while nobody holds the driver takes it and parks *in*
-//!   [`Driver::turn`](driver::Driver::turn) with the timeout to the next timer deadline,
-//!   instead of on its futex; it then fires due timers, gives the driver back, and searches;
-//! * waking that worker (new work, an earlier timer) goes through
-//!   [`Handle::unpark`](driver::Handle::unpark) rather than its futex, so the sleep protocol
-//!   must know which worker holds the driver (as `time::Driver` records `driver`);
-//! * busy workers call `turn(Some(Duration::ZERO))` at maintenance (`try_lock` on the
-//!   driver; skip if held), so readiness arrives while every worker is busy;
-//! * no worker holds the driver while it runs a task (tokio#4730): the driver is taken only
-//!   in park and maintenance, and given back before the worker runs anything; the wakers run
-//!   inside `turn` only schedule tasks;
-//! * `Runtime` shutdown calls [`Handle::shutdown`](driver::Handle::shutdown) where it closes
-//!   the timer driver, so every task waiting on I/O gets `Err` and nothing is stranded;
-//! * `magpie::net` (item 2) builds `TcpStream` and friends on `Registration`: poll, try the
-//!   system call, `clear_readiness` on `WouldBlock`, poll again.
+//! * a worker that parks while nobody holds the role takes it and parks *in*
+//!   [`IoDriver::turn`] with the timeout to the next timer deadline, instead of on its
+//!   futex; when it returns it fires due timers, gives the role back, and searches;
+//! * waking that worker goes through [`Handle::unpark`](driver::Handle::unpark) (its parker
+//!   is marked `in_driver`);
+//! * busy workers turn the driver without blocking at maintenance when sources are
+//!   registered, so readiness arrives while every worker is busy;
+//! * no worker holds the role while it runs a task (tokio#4730): a worker that gives it up
+//!   and runs work, a busy worker after its turn, and a new registration wake a parked
+//!   worker to take it over (`Registry::hand_off_driver`);
+//! * `Runtime` shutdown shuts the driver down where it closes the timers, so every task
+//!   waiting on I/O gets `Err` and nothing is stranded;
+//! * `magpie::net` and `AsyncFd` build on [`Registration`](driver::Registration): poll,
+//!   try the system call, `clear_readiness` on `WouldBlock`, poll again.
+//!
+//! Under shuttle, `fake_driver.rs` stands in for mio with the same surface, so the workers
+//! take the same paths there; under loom there is no driver.
 
 #[cfg(not(any(loom, shuttle)))]
 #[allow(dead_code)] // Until the worker loop and `magpie::net` use all of it.
