@@ -140,3 +140,11 @@ pub use runtime::{
 };
 pub use stats::{Stats, WorkerStats};
 pub use task::{JoinError, JoinHandle};
+
+/// Hooks for the shuttle scenarios (`tests/shuttle.rs`), only under `cfg(shuttle)`: not part
+/// of magpie's API.
+#[cfg(shuttle)]
+#[doc(hidden)]
+pub mod __shuttle {
+    pub use crate::io::fake_driver::FakeSource;
+}

@@ -69,6 +69,9 @@ mod tests;
 #[cfg(all(test, not(any(loom, shuttle))))]
 mod tests_runtime;
 
+#[cfg(shuttle)]
+pub(crate) mod fake_driver;
+
 #[cfg(all(unix, not(any(loom, shuttle))))]
 pub use async_fd::{AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, Interest, TryIoError};
 
@@ -90,8 +93,14 @@ pub mod unix {
     pub use super::async_fd::{AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, TryIoError};
 }
 
+/// The shared half of the runtime's I/O driver: registers, unparks, shuts down.
+#[cfg(not(any(loom, shuttle)))]
+pub(crate) use self::driver::Handle;
 #[cfg(not(any(loom, shuttle)))]
 pub(crate) use self::runtime_io::{current_handle, IoDriver};
+
+#[cfg(shuttle)]
+pub(crate) use self::fake_driver::{Handle, IoDriver};
 
 #[cfg(not(any(loom, shuttle)))]
 mod runtime_io {
