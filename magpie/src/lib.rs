@@ -6,7 +6,10 @@
 //! [`JoinHandle`], [`time`]), and submitted closures ([`Runtime::submit`],
 //! [`Runtime::submit_to`]). An async task may call `join` directly, and parallel code may
 //! spawn futures: both worlds share the workers, the queues and the statistics. Closures that
-//! block go to a separate, bounded pool ([`spawn_blocking`]).
+//! block go to a separate, bounded pool ([`spawn_blocking`]). Sockets ([`net`], tokio's API)
+//! and descriptors of your own ([`io::AsyncFd`]) wait on an I/O driver that the workers turn
+//! themselves; features `tokio-io` and `futures-io` add the ecosystem's `AsyncRead` and
+//! `AsyncWrite` to the streams.
 //!
 //! # A tour
 //!
@@ -140,3 +143,11 @@ pub use runtime::{
 };
 pub use stats::{Stats, WorkerStats};
 pub use task::{JoinError, JoinHandle};
+
+/// Hooks for the shuttle scenarios (`tests/shuttle.rs`), only under `cfg(shuttle)`: not part
+/// of magpie's API.
+#[cfg(shuttle)]
+#[doc(hidden)]
+pub mod __shuttle {
+    pub use crate::io::fake_driver::FakeSource;
+}

@@ -3,7 +3,7 @@
 //! Built only with `--cfg shuttle` (`scripts/shuttle.sh`), which makes magpie's sync facade
 //! (`crate::sync`, `crate::sync::thread`) hand out shuttle's atomics, locks, threads and
 //! thread-locals: every worker is a shuttle thread, every atomic access and lock a point
-//! where shuttle may switch threads. Each scenario builds a fresh [`Runtime`] of 2 to 4
+//! where shuttle may switch threads. Each scenario builds a fresh [`Runtime`] of 1 to 4
 //! workers inside the checked closure and drops it at the end, so the workers are spawned
 //! and joined within one execution, and runs under both [`shuttle::check_random`] and
 //! [`shuttle::check_pct`] (a priority-based scheduler that finds bugs of small depth with a
@@ -14,8 +14,15 @@
 //! rings, the sleep protocol, the task state machine, shutdown and the worker-count control
 //! all at once, on thousands of random schedules. Two limits: shuttle treats every atomic as
 //! `SeqCst` (weak-memory bugs are loom's job), and it does not model time, so no scenario uses
-//! timers, and the parker's safety-net timeout is off under shuttle (a lost wakeup is a
-//! deadlock, which shuttle reports).
+//! timers, and the parker's safety-net timeout is off under shuttle, as is the timeout of a
+//! park in the driver (a lost wakeup is a deadlock, which shuttle reports).
+//!
+//! I/O readiness has no OS to come from either: under shuttle each runtime owns a model of
+//! its I/O driver (`io/fake_driver.rs`) with the real one's surface, and
+//! [`FakeSource`](magpie::__shuttle::FakeSource) stands for a socket whose readiness a thread
+//! fires and a driver turn delivers. So the driver role runs as in the real build: a parked
+//! worker waits *in* the driver, busy workers turn it at maintenance, and a worker that
+//! leaves the role to run work hands it to a parked one (sleep/README.md, D1 to D4).
 //!
 //! Shuttle panics on a failure (an assertion, a deadlock, too many steps) and prints the
 //! schedule that found it; `shuttle::replay` replays it.
@@ -28,6 +35,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use magpie::__shuttle::FakeSource;
 use magpie::Runtime;
 use shuttle::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use shuttle::sync::Mutex;
@@ -484,6 +492,175 @@ fn handles_across_kinds() {
     drop(rt);
 }
 
+/// A task waits for readiness while every worker is parked, one of them in the driver (D1);
+/// a thread outside the pool fires the source once the whole pool is parked. The event must
+/// end the driver's wait and reach the task (a turn, then the task's waker on the driver's
+/// worker).
+fn io_readiness_into_parked_pool() {
+    let rt = Arc::new(runtime(2, 2));
+    let source = rt.block_on(async { Arc::new(FakeSource::new().expect("a fake source")) });
+    let reader = {
+        let source = source.clone();
+        rt.spawn(async move { source.readable().await })
+    };
+    let firer = {
+        let rt = rt.clone();
+        shuttle::thread::spawn(move || {
+            while !all_parked(&rt) {
+                shuttle::thread::yield_now();
+            }
+            source.fire();
+        })
+    };
+    reader
+        .join()
+        .unwrap()
+        .expect("readiness, not a shut-down driver");
+    firer.join().unwrap();
+    let stats = rt.stats();
+    let blocking: u64 = stats.workers.iter().map(|w| w.driver_polls_blocking).sum();
+    assert!(blocking > 0, "no worker parked in the driver");
+    assert_eq!(stats.io_sources, 0, "the source was dropped: deregistered");
+    drop(rt);
+}
+
+/// The driver hand-off (D4; tokio#4730): task A waits for its source's readiness, then spins
+/// inside that one poll until task B's read completes; B waits for readiness on another
+/// source. An outside thread fires A's source at once, and B's once A spins and the other
+/// worker is parked. The worker running A does not hold the driver role, so the other one
+/// must wait in the driver: either it took the role when it parked (D1), or A's worker woke
+/// it to take the role over (`Registry::hand_off_driver`) when it left the role to run A.
+///
+/// The shape is what makes the hand-off necessary in some schedules. A woken by its event
+/// (not by a token) lets the role's holder wake plain, not as a searcher, so the last
+/// searcher's notification (R3) is not there to wake the other worker instead; firing A's
+/// source at once, rather than into a parked pool, lets the other worker be the searcher
+/// that absorbs A's notification (R1 sees it searching and wakes nobody), and then park
+/// while the holder still holds the role (its `try_drive` fails) but after the holder has
+/// taken A (its recheck, R5, finds nothing). Only the hand-off wakes it then. With every
+/// worker parked before the first fire, R1 or R3 wakes it anyway: with the hand-off planted
+/// out, shuttle found no failing schedule in 20,000 of that shape, and finds one of this
+/// shape within a few thousand (sleep/README.md, "The driver role").
+///
+/// Nothing is queued from outside the pool (`submit_to`, and `spawn` on a worker), so that
+/// under `--cfg magpie_shuttle_broken` the other planted bug (a remote push that wakes
+/// nobody) plays no part, and only the hand-off is missing.
+fn driver_hand_off_to_parked_worker() {
+    let rt = Arc::new(runtime(2, 2));
+    let (source_a, source_b) = rt.block_on(async {
+        let source = || Arc::new(FakeSource::new().expect("a fake source"));
+        (source(), source())
+    });
+    let done = Arc::new(AtomicBool::new(false));
+    // The worker running A's long poll, plus one; 0 until then.
+    let stuck_on = Arc::new(AtomicUsize::new(0));
+    let stuck = {
+        let source = source_a.clone();
+        let done = done.clone();
+        let stuck_on = stuck_on.clone();
+        rt.submit_to(0, move || {
+            magpie::spawn(async move {
+                source.readable().await.expect("readiness");
+                stuck_on.store(magpie::current_worker_index().unwrap() + 1, SeqCst);
+                // One long poll: a busy-wait with a yield point, as any spin under shuttle
+                // needs.
+                while !done.load(SeqCst) {
+                    shuttle::thread::yield_now();
+                }
+            })
+        })
+        .unwrap()
+    };
+    let reader = {
+        let source = source_b.clone();
+        let done = done.clone();
+        rt.submit_to(1, move || {
+            magpie::spawn(async move {
+                let ready = source.readable().await;
+                done.store(true, SeqCst);
+                ready
+            })
+        })
+        .unwrap()
+    };
+    let firer = {
+        let rt = rt.clone();
+        shuttle::thread::spawn(move || {
+            source_a.fire();
+            let other = loop {
+                match stuck_on.load(SeqCst) {
+                    0 => shuttle::thread::yield_now(),
+                    on => break 2 - on,
+                }
+            };
+            loop {
+                let stats = rt.stats();
+                let w = &stats.workers[other];
+                if w.parks > w.unparks {
+                    break;
+                }
+                shuttle::thread::yield_now();
+            }
+            source_b.fire();
+        })
+    };
+    let reader = reader.join().unwrap();
+    reader
+        .join()
+        .unwrap()
+        .expect("readiness, not a shut-down driver");
+    stuck.join().unwrap().join().unwrap();
+    firer.join().unwrap();
+    drop(rt);
+}
+
+/// Every worker busy (one worker, and a task that yields until the read completes): nobody
+/// parks, so readiness comes only from the busy worker's non-blocking turn at maintenance
+/// (D3).
+fn io_readiness_into_busy_pool() {
+    let rt = Arc::new(runtime(1, 1));
+    let source = rt.block_on(async { Arc::new(FakeSource::new().expect("a fake source")) });
+    let done = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicBool::new(false));
+    let spinner = {
+        let done = done.clone();
+        let started = started.clone();
+        rt.spawn(async move {
+            started.store(true, SeqCst);
+            while !done.load(SeqCst) {
+                // The task yields to the worker; the worker, to shuttle, which sees no other
+                // yield point in this loop (PCT would never let the firer run).
+                shuttle::thread::yield_now();
+                magpie::task::yield_now().await;
+            }
+        })
+    };
+    let reader = {
+        let source = source.clone();
+        rt.spawn(async move {
+            let ready = source.readable().await;
+            done.store(true, SeqCst);
+            ready
+        })
+    };
+    let firer = shuttle::thread::spawn(move || {
+        // Once the spinner runs, the worker does not park until the read completes.
+        while !started.load(SeqCst) {
+            shuttle::thread::yield_now();
+        }
+        source.fire();
+    });
+    reader
+        .join()
+        .unwrap()
+        .expect("readiness, not a shut-down driver");
+    spinner.join().unwrap();
+    firer.join().unwrap();
+    let nonblocking = rt.stats().workers[0].driver_polls_nonblocking;
+    assert!(nonblocking > 0, "the busy worker never turned the driver");
+    drop(rt);
+}
+
 #[test]
 fn shuttle_nested_spawn() {
     check(nested_spawn, 10_000, 10_000);
@@ -555,4 +732,27 @@ fn shuttle_handles_across_kinds() {
 #[test]
 fn shuttle_shrink_during_nested_scope() {
     check(shrink_during_nested_scope, 5_000, 5_000);
+}
+
+#[test]
+fn shuttle_io_readiness_into_parked_pool() {
+    check(io_readiness_into_parked_pool, 10_000, 10_000);
+}
+
+#[test]
+// The negative control of the driver hand-off: with `--cfg magpie_shuttle_broken`
+// `Registry::hand_off_driver` does nothing, and shuttle must find a schedule where the worker
+// that could serve the read sleeps on its parker while A's worker, which left the role, spins
+// until the step bound (scripts/shuttle.sh runs both ways).
+#[cfg_attr(
+    magpie_shuttle_broken,
+    should_panic(expected = "exceeded max_steps bound")
+)]
+fn shuttle_driver_hand_off_to_parked_worker() {
+    check(driver_hand_off_to_parked_worker, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_io_readiness_into_busy_pool() {
+    check(io_readiness_into_busy_pool, 10_000, 10_000);
 }

@@ -43,7 +43,7 @@ pub(crate) struct Driver {
     poll: mio::Poll,
     events: Events,
     /// Bumped by every turn; readiness set by a turn carries it (`readiness.rs`, invariant 2).
-    /// Wraps (`mod.rs`, "Why wrap-around is safe").
+    /// Wraps (`README.md`, "Why wrap-around is safe").
     tick: u32,
     /// The slab's slots as of the last refresh (`slab.rs`, "Allocation and dispatch").
     slots: Vec<Arc<ScheduledIo>>,

@@ -1,108 +1,76 @@
-//! The I/O driver's core (issue 13, item 1): readiness per registered source, registrations
-//! with generations, and a `mio::Poll` that records and dispatches what the OS reports. Not
-//! wired into the workers yet; see "Wiring" below.
+//! Asynchronous I/O on magpie's workers: the runtime's I/O driver, and [`AsyncFd`] for
+//! waiting on file descriptors of your own.
 //!
-//! # The pieces
+//! Every runtime owns an I/O driver (`epoll` on Linux, `kqueue` on the BSDs and macOS,
+//! through mio); there is no reactor thread: the workers turn the driver when they park and
+//! between tasks, and the tasks it wakes run on the workers like any others. Sockets
+//! ([`magpie::net`](crate::net)) and [`AsyncFd`]s register with the driver of the current
+//! runtime (the worker's, the one whose `block_on` runs on this thread, or else the global
+//! runtime) when they are created.
 //!
-//! * `readiness.rs`: [`Readiness`](readiness::Readiness) bits and
-//!   [`ScheduledIo`](readiness::ScheduledIo), one atomic word and two waker slots per source,
-//!   with the invariants (generation, tick, no lost wakeup, shutdown) and their arguments.
-//! * `slab.rs`: the slots, the token encoding, allocation under a mutex, lock-free lookup by
-//!   the dispatcher.
-//! * `driver.rs` (not under loom or shuttle, which model no OS): [`Driver`](driver::Driver),
-//!   the `mio::Poll` its holder turns; [`Handle`](driver::Handle), shared, which registers,
-//!   unparks and shuts down; [`Registration`](driver::Registration), a source's readiness.
+//! [`AsyncFd`] (Unix) is for a descriptor that magpie has no type for: a pipe, an eventfd,
+//! a device, a socket made by another library. It waits for readiness; the system calls are
+//! yours. The names are tokio's (`tokio::io::unix::AsyncFd`, also at [`unix`] here).
 //!
-//! # The readiness word
+//! # Examples
 //!
-//! One `AtomicU64` per slot, changed only by compare-and-swap:
+//! A pipe: one task waits until it can read, another thread writes.
 //!
-//! ```text
-//!  63                32 31                 8 7 6  5  4   3   2   1   0
-//! +--------------------+--------------------+---+--+---+---+---+---+---+
-//! |     tick (32)      |  generation (24)   | 0 |SD|ERR|WCL|RCL| W | R |
-//! +--------------------+--------------------+---+--+---+---+---+---+---+
+//! ```
+//! # #[cfg(target_os = "linux")] {
+//! use std::fs::File;
+//! use std::io::{Read, Write};
+//! use std::os::unix::io::FromRawFd;
+//!
+//! use magpie::io::{AsyncFd, Interest};
+//!
+//! let mut fds = [0; 2];
+//! // SAFETY: `fds` has room for the two descriptors `pipe2` writes.
+//! assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK) }, 0);
+//! // SAFETY: both are open, and nobody else owns them.
+//! let (read_end, mut write_end) =
+//!     unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+//!
+//! let rt = magpie::Runtime::builder().worker_threads(2).build()?;
+//! let reader = rt.spawn(async move {
+//!     let read_end = AsyncFd::with_interest(read_end, Interest::READABLE)?;
+//!     let mut buf = [0u8; 5];
+//!     // Wait, read, and on `WouldBlock` clear the readiness and wait again.
+//!     let n = read_end
+//!         .async_io(Interest::READABLE, |mut file| file.read(&mut buf))
+//!         .await?;
+//!     Ok::<_, std::io::Error>(buf[..n].to_vec())
+//! });
+//! write_end.write_all(b"hello")?;
+//! assert_eq!(reader.join().unwrap()?, b"hello");
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! R readable, W writable, RCL read-closed, WCL write-closed, ERR error (the `Readiness`
-//! constants; RCL and WCL are final, the others are cleared by a task that got `WouldBlock`);
-//! SD shutdown (final); bits 6 and 7 are zero. The *tick* is the driver's turn counter as of
-//! the last turn that set readiness here; the *generation* counts the slot's reuses.
-//!
-//! # Tokens
-//!
-//! A mio token is `generation << 24 | index`: 24 bits of slot index (16,777,215 live
-//! registrations; index `2^24 - 1` is never allocated, so the driver's waker token,
-//! `usize::MAX`, names no slot), and above them the generation: all 24 of its bits on 64-bit
-//! targets, 8 on 32-bit ones (`slab::GENERATION_BITS`). Every generation comparison is masked
-//! to the token's width.
-//!
-//! # Why wrap-around is safe
-//!
-//! *Generation.* A stale event is one the OS reported under a token before the slot was
-//! freed: read by a turn that dispatches it after the free, or reported for a source dropped
-//! without being deregistered. For it to reach a new owner, the same slot must have been
-//! freed and reused exactly a multiple of `2^24` times (2^8 on 32-bit targets) between the
-//! turn's `epoll_wait` and its dispatch of that event. Free slots are reused first in, first
-//! out, so that is `2^24` full cycles through the free list, each a register and a deregister
-//! (two system calls): tens of seconds of a driver stalled in the middle of one batch. And
-//! were it to happen, the new owner would see a spurious readiness: it tries the system call,
-//! gets `WouldBlock` and clears it. Readiness-based I/O always tolerates that; it is a wasted
-//! poll, never a lost or a wrong byte.
-//!
-//! *Tick.* A clear based on a poll that saw tick `t` wrongly wipes newer readiness only if the
-//! driver turned a multiple of `2^32` times between that poll and the clear, and the last turn
-//! to set this source's readiness landed on `t` modulo `2^32`. At a million turns a second
-//! that is over an hour between a task's poll and its clear, which are one system call apart.
-//! The cost of the rare miss would be a lost edge (a task waiting for readiness the OS will
-//! not report again), which is why the tick gets the widest field.
-//!
-//! # The waker slots
-//!
-//! Two per source, the reader's and the writer's, under a small mutex: one task reads and one
-//! writes at a time (a split stream's halves), as in tokio. A poll that finds no readiness
-//! stores its waker (replacing another task's: the last poller of a direction wins, as with
-//! any single-waiter future); a turn that sets readiness takes the matching wakers out and
-//! wakes them after the mutex is released. No waker's `wake` or `drop` (user code) runs under
-//! any lock here, and each runs inside a panic boundary.
-//!
-//! # Wiring (next, in the worker loop)
-//!
-//! The `Driver` is a resource that one worker at a time holds, like the timer driver's role
-//! (ARCHITECTURE.md, "Timers without a timer thread"):
-//!
-//! * a worker that parks while nobody holds the driver takes it and parks *in*
-//!   [`Driver::turn`](driver::Driver::turn) with the timeout to the next timer deadline,
-//!   instead of on its futex; it then fires due timers, gives the driver back, and searches;
-//! * waking that worker (new work, an earlier timer) goes through
-//!   [`Handle::unpark`](driver::Handle::unpark) rather than its futex, so the sleep protocol
-//!   must know which worker holds the driver (as `time::Driver` records `driver`);
-//! * busy workers call `turn(Some(Duration::ZERO))` at maintenance (`try_lock` on the
-//!   driver; skip if held), so readiness arrives while every worker is busy;
-//! * no worker holds the driver while it runs a task (tokio#4730): the driver is taken only
-//!   in park and maintenance, and given back before the worker runs anything; the wakers run
-//!   inside `turn` only schedule tasks;
-//! * `Runtime` shutdown calls [`Handle::shutdown`](driver::Handle::shutdown) where it closes
-//!   the timer driver, so every task waiting on I/O gets `Err` and nothing is stranded;
-//! * `magpie::net` (item 2) builds `TcpStream` and friends on `Registration`: poll, try the
-//!   system call, `clear_readiness` on `WouldBlock`, poll again.
+//! The design of the driver (the readiness word, tokens and generations, the waker slots,
+//! why wrap-around is safe, the wiring into the workers) is in `src/io/README.md` in the
+//! repository.
 
 #[cfg(all(unix, not(any(loom, shuttle))))]
 mod async_fd;
 #[cfg(not(any(loom, shuttle)))]
-#[allow(dead_code)] // Until the worker loop and `magpie::net` use all of it.
+#[allow(dead_code)] // `Driver::stale_events`: for a statistic not exported yet.
 pub(crate) mod driver;
 #[cfg(not(any(loom, shuttle)))]
 pub(crate) mod poll_evented;
-#[allow(dead_code)] // Used by `driver.rs`; the rest by `magpie::net` once wired.
+#[allow(dead_code)] // A few `Readiness` helpers only the tests and loom models use.
 pub(crate) mod readiness;
-#[allow(dead_code)] // Used by `driver.rs`; `live` by the runtime's statistics once wired.
+// Most of it serves `driver.rs`, which loom and shuttle builds leave out.
+#[cfg_attr(any(loom, shuttle), allow(dead_code))]
 pub(crate) mod slab;
 
 #[cfg(all(test, not(any(loom, shuttle))))]
 mod tests;
 #[cfg(all(test, not(any(loom, shuttle))))]
 mod tests_runtime;
+
+#[cfg(shuttle)]
+pub(crate) mod fake_driver;
 
 #[cfg(all(unix, not(any(loom, shuttle))))]
 pub use async_fd::{AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, Interest, TryIoError};
@@ -125,12 +93,16 @@ pub mod unix {
     pub use super::async_fd::{AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, TryIoError};
 }
 
+/// The shared half of the runtime's I/O driver: registers, unparks, shuts down.
 #[cfg(not(any(loom, shuttle)))]
-#[allow(unused_imports)] // `current_handle`: for `magpie::net`.
+pub(crate) use self::driver::Handle;
+#[cfg(not(any(loom, shuttle)))]
 pub(crate) use self::runtime_io::{current_handle, IoDriver};
 
+#[cfg(shuttle)]
+pub(crate) use self::fake_driver::{Handle, IoDriver};
+
 #[cfg(not(any(loom, shuttle)))]
-#[allow(dead_code)] // Until the worker loop and `magpie::net` use all of it.
 mod runtime_io {
     use std::io;
     use std::sync::{Mutex, TryLockError};

@@ -71,13 +71,17 @@ impl<E: Source> PollEvented<E> {
 
     /// The source.
     pub(crate) fn get_ref(&self) -> &E {
-        self.io.as_ref().expect("invariant 1: registered while alive")
+        self.io
+            .as_ref()
+            .expect("invariant 1: registered while alive")
     }
 
     /// The source, mutably. Replacing it, or closing its descriptor, breaks the registration;
     /// the wrappers only hand out `&mut` for options that leave the descriptor alone.
     pub(crate) fn get_mut(&mut self) -> &mut E {
-        self.io.as_mut().expect("invariant 1: registered while alive")
+        self.io
+            .as_mut()
+            .expect("invariant 1: registered while alive")
     }
 
     fn registration(&self) -> &Registration {

@@ -9,7 +9,7 @@
 //!
 //! # The word
 //!
-//! One `AtomicU64` per source (layout in `mod.rs`, "The readiness word"): the readiness bits,
+//! One `AtomicU64` per source (layout in `README.md`, "The readiness word"): the readiness bits,
 //! the shutdown bit, the slot's *generation* and the *tick* of the last driver turn that set
 //! readiness. Every change is one compare-and-swap of the whole word, so a reader sees bits,
 //! generation and tick of one moment.
@@ -183,7 +183,7 @@ pub(crate) struct ReadyEvent {
     pub(crate) shutdown: bool,
 }
 
-// The word's fields (mod.rs, "The readiness word").
+// The word's fields (README.md, "The readiness word").
 /// Bits 0..5: the readiness bits ([`Readiness`]).
 pub(super) const READINESS_MASK: u64 = Readiness::ALL.bits();
 /// Bit 5: set once by `shutdown`, never cleared (invariant 5).

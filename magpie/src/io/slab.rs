@@ -1,7 +1,7 @@
 //! The registrations: a slab of [`ScheduledIo`] slots, and the mio token of each.
 //!
 //! A registration owns one slot while it lives. Its mio [`Token`](mio::Token) (a `usize`)
-//! encodes the slot's index and the slot's generation at allocation (module docs of `mod.rs`,
+//! encodes the slot's index and the slot's generation at allocation (`README.md`,
 //! "Tokens"); freeing the slot bumps the generation ([`ScheduledIo::retire`]), so an event
 //! still carrying the old token (read by a turn before the free, dispatched after it; or
 //! delivered for a source that was never deregistered from mio) fails the generation check of
@@ -21,7 +21,7 @@
 //!
 //! Free slots are reused first in, first out, so a slot is reused only after every other free
 //! slot was: the generation then wraps only after `2^GENERATION_BITS` reuses of *this* slot
-//! (module docs of `mod.rs`, "Why wrap-around is safe").
+//! (`README.md`, "Why wrap-around is safe").
 
 use std::collections::VecDeque;
 

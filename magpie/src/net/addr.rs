@@ -65,9 +65,9 @@ pub(crate) mod sealed {
             match self {
                 Resolve::Ready(addrs) => addrs,
                 Resolve::Lookup(host) => host.as_str().to_socket_addrs().map(Iterator::collect),
-                Resolve::LookupPair(host, port) => {
-                    (host.as_str(), port).to_socket_addrs().map(Iterator::collect)
-                }
+                Resolve::LookupPair(host, port) => (host.as_str(), port)
+                    .to_socket_addrs()
+                    .map(Iterator::collect),
             }
         }
     }
@@ -128,9 +128,7 @@ where
 /// })
 /// .unwrap();
 /// ```
-pub async fn lookup_host(
-    host: impl ToSocketAddrs,
-) -> io::Result<impl Iterator<Item = SocketAddr>> {
+pub async fn lookup_host(host: impl ToSocketAddrs) -> io::Result<impl Iterator<Item = SocketAddr>> {
     resolve(&host).await.map(Vec::into_iter)
 }
 

@@ -97,7 +97,7 @@
 
 mod addr;
 mod io_traits;
-mod split;
+pub mod split;
 pub mod tcp;
 mod udp;
 #[cfg(unix)]

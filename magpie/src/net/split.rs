@@ -1,17 +1,40 @@
-//! The halves of a stream (TCP or Unix): borrowed ([`ReadHalf`], [`WriteHalf`], from
-//! `split`) and owned ([`OwnedReadHalf`], [`OwnedWriteHalf`], from `into_split`), written once
-//! for both kinds of stream over the sealed [`Stream`](sealed::Stream) trait. Users name them
-//! through `magpie::net::tcp::*` and `magpie::net::unix::*`, which are aliases.
+//! The halves of a stream, TCP or Unix: borrowed ([`ReadHalf`], [`WriteHalf`], from
+//! `split`) and owned ([`OwnedReadHalf`], [`OwnedWriteHalf`], from `into_split`).
 //!
-//! A stream's read and write sides have separate waker slots in the driver
-//! (`io/readiness.rs`), so one task may read while another writes; the halves make that
-//! split explicit in the types, as in tokio. Two readers of one stream would displace each
-//! other's waker (the last one wins); the halves cannot be cloned, so that takes a deliberate
-//! `&` to the stream.
+//! They are written once, generic over the stream (`S` is [`TcpStream`] or
+//! [`UnixStream`]; the trait that bounds it is sealed). Name them through the aliases, as in
+//! tokio: [`tcp::ReadHalf`], [`tcp::OwnedWriteHalf`], [`unix::ReadHalf`] and so on. Each of
+//! those modules also has its own `ReuniteError`, a tuple struct (an alias could not be
+//! matched as a pattern).
+//!
+//! A stream's read and write sides have separate waker slots in the driver, so one task may
+//! read while another writes; the halves make that split explicit in the types. Two readers
+//! of one stream would displace each other's waker (the last one wins); the halves cannot be
+//! cloned, so that takes a deliberate `&` to the stream.
 //!
 //! Dropping an [`OwnedWriteHalf`] shuts the stream's write side down (the peer reads end of
 //! stream), unless it was [`forget`](OwnedWriteHalf::forget)-ed or reunited; the descriptor
 //! closes when both owned halves are gone.
+//!
+//! [`TcpStream`]: super::TcpStream
+//! [`tcp::ReadHalf`]: super::tcp::ReadHalf
+//! [`tcp::OwnedWriteHalf`]: super::tcp::OwnedWriteHalf
+//! [`UnixStream`]: super::unix::UnixStream
+//! [`unix::ReadHalf`]: super::unix::ReadHalf
+//!
+//! # Examples
+//!
+//! ```
+//! # magpie::block_on(async {
+//! let (a, mut b) = magpie::net::UnixStream::pair()?;
+//! let (mut reader, mut writer): (magpie::net::unix::OwnedReadHalf, _) = a.into_split();
+//! writer.write_all(b"to b").await?;
+//! b.write_all(b"to a").await?;
+//! let mut buf = [0u8; 4];
+//! reader.read_exact(&mut buf).await?;
+//! b.read_exact(&mut buf).await?;
+//! # Ok::<(), std::io::Error>(()) }).unwrap();
+//! ```
 
 use std::fmt;
 use std::future::poll_fn;
@@ -30,10 +53,20 @@ pub(crate) mod sealed {
     pub trait Stream {
         /// The stream's socket address type.
         type Addr;
+        /// The error of `reunite` with halves of two streams (a tuple struct per kind of
+        /// stream, as tokio's, so that patterns like `Err(ReuniteError(read, write))` work).
+        type ReuniteError;
 
         #[doc(hidden)]
-        fn poll_read_priv(&self, cx: &mut Context<'_>, buf: &mut [u8])
-            -> Poll<io::Result<usize>>;
+        fn reunite_error(
+            read: super::OwnedReadHalf<Self>,
+            write: super::OwnedWriteHalf<Self>,
+        ) -> Self::ReuniteError
+        where
+            Self: Sized;
+
+        #[doc(hidden)]
+        fn poll_read_priv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>>;
         #[doc(hidden)]
         fn poll_write_priv(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>>;
         #[doc(hidden)]
@@ -204,23 +237,6 @@ pub struct OwnedWriteHalf<S: Stream> {
     shutdown_on_drop: bool,
 }
 
-/// The error of `reunite` with halves of two different streams; it hands both back.
-///
-/// # Examples
-///
-/// ```
-/// # magpie::block_on(async {
-/// # let listener = magpie::net::TcpListener::bind("127.0.0.1:0").await?;
-/// # let a = magpie::net::TcpStream::connect(listener.local_addr()?).await?;
-/// # let b = magpie::net::TcpStream::connect(listener.local_addr()?).await?;
-/// let (a_read, _a_write) = a.into_split();
-/// let (_b_read, b_write) = b.into_split();
-/// let err: magpie::net::tcp::ReuniteError = a_read.reunite(b_write).unwrap_err();
-/// let (_a_read, _b_write) = (err.0, err.1); // both halves come back
-/// # Ok::<(), std::io::Error>(()) }).unwrap();
-/// ```
-pub struct ReuniteError<S: Stream>(pub OwnedReadHalf<S>, pub OwnedWriteHalf<S>);
-
 pub(crate) fn split<S: Stream>(stream: &S) -> (ReadHalf<'_, S>, WriteHalf<'_, S>) {
     (ReadHalf { stream }, WriteHalf { stream })
 }
@@ -241,9 +257,9 @@ pub(crate) fn into_split<S: Stream>(stream: S) -> (OwnedReadHalf<S>, OwnedWriteH
 fn reunite<S: Stream>(
     read: OwnedReadHalf<S>,
     mut write: OwnedWriteHalf<S>,
-) -> Result<S, ReuniteError<S>> {
+) -> Result<S, S::ReuniteError> {
     if !Arc::ptr_eq(&read.stream, &write.stream) {
-        return Err(ReuniteError(read, write));
+        return Err(S::reunite_error(read, write));
     }
     write.shutdown_on_drop = false;
     drop(write);
@@ -619,7 +635,8 @@ impl<S: Stream> OwnedReadHalf<S> {
     ///
     /// # Errors
     ///
-    /// [`ReuniteError`], with both halves, if `other` is another stream's.
+    /// The stream's `ReuniteError` (`magpie::net::tcp::ReuniteError`, ...), with both
+    /// halves, if `other` is another stream's.
     ///
     /// # Examples
     ///
@@ -632,7 +649,7 @@ impl<S: Stream> OwnedReadHalf<S> {
     /// # drop(client);
     /// # Ok::<(), std::io::Error>(()) }).unwrap();
     /// ```
-    pub fn reunite(self, other: OwnedWriteHalf<S>) -> Result<S, ReuniteError<S>> {
+    pub fn reunite(self, other: OwnedWriteHalf<S>) -> Result<S, S::ReuniteError> {
         reunite(self, other)
     }
 
@@ -800,7 +817,8 @@ impl<S: Stream> OwnedWriteHalf<S> {
     ///
     /// # Errors
     ///
-    /// [`ReuniteError`], with both halves, if `other` is another stream's.
+    /// The stream's `ReuniteError` (`magpie::net::tcp::ReuniteError`, ...), with both
+    /// halves, if `other` is another stream's.
     ///
     /// # Examples
     ///
@@ -813,7 +831,7 @@ impl<S: Stream> OwnedWriteHalf<S> {
     /// # drop(client);
     /// # Ok::<(), std::io::Error>(()) }).unwrap();
     /// ```
-    pub fn reunite(self, other: OwnedReadHalf<S>) -> Result<S, ReuniteError<S>> {
+    pub fn reunite(self, other: OwnedReadHalf<S>) -> Result<S, S::ReuniteError> {
         reunite(other, self)
     }
 
@@ -1081,17 +1099,3 @@ impl<S: Stream + fmt::Debug> fmt::Debug for OwnedWriteHalf<S> {
         f.debug_tuple("OwnedWriteHalf").field(&self.stream).finish()
     }
 }
-
-impl<S: Stream> fmt::Debug for ReuniteError<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ReuniteError(..)")
-    }
-}
-
-impl<S: Stream> fmt::Display for ReuniteError<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("tried to reunite halves of two different streams")
-    }
-}
-
-impl<S: Stream> std::error::Error for ReuniteError<S> {}

@@ -1,8 +1,26 @@
-//! TCP: [`TcpListener`], [`TcpStream`], and the stream's halves ([`ReadHalf`], [`WriteHalf`],
-//! [`OwnedReadHalf`], [`OwnedWriteHalf`], [`ReuniteError`]).
+//! TCP: [`TcpListener`], [`TcpStream`], and the names of the stream's halves
+//! ([`ReadHalf`], [`WriteHalf`], [`OwnedReadHalf`], [`OwnedWriteHalf`]) and of
+//! [`ReuniteError`], as in `tokio::net::tcp`.
 //!
-//! Both types wrap a mio socket registered with the current runtime's I/O driver
-//! (`io/poll_evented.rs`); every operation is that file's loop with a different system call.
+//! (Inside magpie: both types wrap one mio socket registered with the current runtime's
+//! I/O driver, `io/poll_evented.rs`; every operation is that file's readiness loop around a
+//! different system call.)
+//!
+//! # Examples
+//!
+//! ```
+//! use magpie::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+//! use magpie::net::{TcpListener, TcpStream};
+//!
+//! magpie::block_on(async {
+//!     let listener = TcpListener::bind("127.0.0.1:0").await?;
+//!     let client = TcpStream::connect(listener.local_addr()?).await?;
+//!     let (reader, writer): (OwnedReadHalf, OwnedWriteHalf) = client.into_split();
+//!     # drop((reader, writer));
+//!     Ok::<(), std::io::Error>(())
+//! })
+//! .unwrap();
+//! ```
 
 use std::fmt;
 use std::future::poll_fn;
@@ -73,7 +91,7 @@ pub type OwnedReadHalf = split::OwnedReadHalf<TcpStream>;
 pub type OwnedWriteHalf = split::OwnedWriteHalf<TcpStream>;
 
 /// The error of [`OwnedReadHalf::reunite`](split::OwnedReadHalf::reunite) with another
-/// stream's half.
+/// stream's half: both halves, handed back.
 ///
 /// # Examples
 ///
@@ -84,11 +102,25 @@ pub type OwnedWriteHalf = split::OwnedWriteHalf<TcpStream>;
 /// # let b = magpie::net::TcpStream::connect(listener.local_addr()?).await?;
 /// let (a_read, _) = a.into_split();
 /// let (_, b_write) = b.into_split();
-/// let err: magpie::net::tcp::ReuniteError = a_read.reunite(b_write).unwrap_err();
-/// # drop(err);
+/// let magpie::net::tcp::ReuniteError(a_read, b_write) = a_read.reunite(b_write).unwrap_err();
+/// # drop((a_read, b_write));
 /// # Ok::<(), std::io::Error>(()) }).unwrap();
 /// ```
-pub type ReuniteError = split::ReuniteError<TcpStream>;
+pub struct ReuniteError(pub OwnedReadHalf, pub OwnedWriteHalf);
+
+impl fmt::Debug for ReuniteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ReuniteError(..)")
+    }
+}
+
+impl fmt::Display for ReuniteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tried to reunite halves of two different streams")
+    }
+}
+
+impl std::error::Error for ReuniteError {}
 
 /// A TCP socket listening for connections, registered with the current runtime's I/O driver.
 ///
@@ -194,9 +226,10 @@ impl TcpListener {
     /// .unwrap();
     /// ```
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
-        let (stream, peer) = ready!(self
-            .io
-            .poll_io(Direction::Read, cx, mio::net::TcpListener::accept))?;
+        let (stream, peer) =
+            ready!(self
+                .io
+                .poll_io(Direction::Read, cx, mio::net::TcpListener::accept))?;
         // A failed registration drops (closes) the accepted stream: the peer sees a reset.
         Poll::Ready(TcpStream::new(stream).map(|stream| (stream, peer)))
     }
@@ -1004,6 +1037,10 @@ impl TcpStream {
     /// Splits the stream into a read half and a write half that borrow it, so one task can
     /// read and write at once (in a `join` of the two directions, say). No allocation.
     ///
+    /// With `futures::io::AsyncReadExt` in scope (feature `futures-io`), `stream.split()`
+    /// means that trait's `split`, which takes the stream by value; write
+    /// `TcpStream::split(&mut stream)` for this one.
+    ///
     /// # Examples
     ///
     /// ```
@@ -1056,6 +1093,11 @@ impl TcpStream {
 
 impl Stream for TcpStream {
     type Addr = SocketAddr;
+    type ReuniteError = ReuniteError;
+
+    fn reunite_error(read: OwnedReadHalf, write: OwnedWriteHalf) -> ReuniteError {
+        ReuniteError(read, write)
+    }
 
     fn poll_read_priv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
         if buf.is_empty() {

@@ -215,12 +215,13 @@ impl UdpSocket {
     /// .unwrap();
     /// ```
     pub async fn send_to(&self, buf: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
-        let target = addr::resolve(&target).await?.into_iter().next().ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "no addresses to send data to",
-            )
-        })?;
+        let target = addr::resolve(&target)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidInput, "no addresses to send data to")
+            })?;
         poll_fn(|cx| {
             self.io
                 .poll_io(Direction::Write, cx, |s| s.send_to(buf, target))

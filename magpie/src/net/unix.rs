@@ -1,7 +1,24 @@
-//! Unix domain sockets: [`UnixListener`], [`UnixStream`], and the stream's halves
-//! ([`ReadHalf`], [`WriteHalf`], [`OwnedReadHalf`], [`OwnedWriteHalf`], [`ReuniteError`]).
-//! As `tcp.rs`, over mio's Unix sockets; addresses are the standard library's
+//! Unix domain sockets: [`UnixListener`], [`UnixStream`], and the names of the stream's
+//! halves ([`ReadHalf`], [`WriteHalf`], [`OwnedReadHalf`], [`OwnedWriteHalf`]) and of
+//! [`ReuniteError`], as in `tokio::net::unix`. Addresses are the standard library's
 //! [`SocketAddr`].
+//!
+//! (Inside magpie: as `tcp.rs`, over mio's Unix sockets.)
+//!
+//! # Examples
+//!
+//! ```
+//! use magpie::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+//! use magpie::net::UnixStream;
+//!
+//! magpie::block_on(async {
+//!     let (a, _b) = UnixStream::pair()?;
+//!     let (reader, writer): (OwnedReadHalf, OwnedWriteHalf) = a.into_split();
+//!     # drop((reader, writer));
+//!     Ok::<(), std::io::Error>(())
+//! })
+//! .unwrap();
+//! ```
 
 use std::fmt;
 use std::future::poll_fn;
@@ -70,7 +87,7 @@ pub type OwnedReadHalf = split::OwnedReadHalf<UnixStream>;
 pub type OwnedWriteHalf = split::OwnedWriteHalf<UnixStream>;
 
 /// The error of [`OwnedReadHalf::reunite`](split::OwnedReadHalf::reunite) with another
-/// stream's half.
+/// stream's half: both halves, handed back.
 ///
 /// # Examples
 ///
@@ -79,11 +96,25 @@ pub type OwnedWriteHalf = split::OwnedWriteHalf<UnixStream>;
 /// let (a, b) = magpie::net::UnixStream::pair()?;
 /// let (a_read, _) = a.into_split();
 /// let (_, b_write) = b.into_split();
-/// let err: magpie::net::unix::ReuniteError = a_read.reunite(b_write).unwrap_err();
-/// # drop(err);
+/// let magpie::net::unix::ReuniteError(a_read, b_write) = a_read.reunite(b_write).unwrap_err();
+/// # drop((a_read, b_write));
 /// # Ok::<(), std::io::Error>(()) }).unwrap();
 /// ```
-pub type ReuniteError = split::ReuniteError<UnixStream>;
+pub struct ReuniteError(pub OwnedReadHalf, pub OwnedWriteHalf);
+
+impl fmt::Debug for ReuniteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ReuniteError(..)")
+    }
+}
+
+impl fmt::Display for ReuniteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tried to reunite halves of two different streams")
+    }
+}
+
+impl std::error::Error for ReuniteError {}
 
 /// A Unix domain socket listening for connections, registered with the current runtime's I/O
 /// driver.
@@ -254,9 +285,10 @@ impl UnixListener {
     /// std::fs::remove_file(&path).unwrap();
     /// ```
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(UnixStream, SocketAddr)>> {
-        let (stream, peer) = ready!(self
-            .io
-            .poll_io(Direction::Read, cx, mio::net::UnixListener::accept))?;
+        let (stream, peer) =
+            ready!(self
+                .io
+                .poll_io(Direction::Read, cx, mio::net::UnixListener::accept))?;
         Poll::Ready(UnixStream::new(stream).map(|stream| (stream, peer)))
     }
 
@@ -850,6 +882,11 @@ impl UnixStream {
 
 impl Stream for UnixStream {
     type Addr = SocketAddr;
+    type ReuniteError = ReuniteError;
+
+    fn reunite_error(read: OwnedReadHalf, write: OwnedWriteHalf) -> ReuniteError {
+        ReuniteError(read, write)
+    }
 
     fn poll_read_priv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
         if buf.is_empty() {

@@ -205,20 +205,3 @@ impl fmt::Display for ActiveWorkersError {
 }
 
 impl std::error::Error for ActiveWorkersError {}
-
-#[cfg(not(any(loom, shuttle)))]
-impl Runtime {
-    /// Sources registered with this runtime's I/O driver now (sockets, `AsyncFd`s): for
-    /// tests that check nothing stays registered. Not a stable API.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
-    /// assert_eq!(rt.io_sources(), 0);
-    /// ```
-    #[doc(hidden)]
-    pub fn io_sources(&self) -> usize {
-        self.registry.io.live()
-    }
-}

@@ -52,8 +52,8 @@ impl DriverHandle {
     }
 
     /// The runtime's I/O driver.
-    #[cfg(not(any(loom, shuttle)))]
-    pub(crate) fn io(&self) -> &crate::io::driver::Handle {
+    #[cfg(not(loom))]
+    pub(crate) fn io(&self) -> &crate::io::Handle {
         self.registry.io.handle()
     }
 }

@@ -180,7 +180,7 @@ impl Runtime {
             park_safety_net: (!cfg!(loom))
                 .then(|| builder.park_safety_net.unwrap_or(worker::PARK_SAFETY_NET)),
         };
-        #[cfg(not(any(loom, shuttle)))]
+        #[cfg(not(loom))]
         let io = crate::io::IoDriver::new().map_err(BuildError::Io)?;
         let registry = Arc::new(Registry::new(
             stealers,
@@ -188,12 +188,12 @@ impl Runtime {
             blocking,
             id,
             options,
-            #[cfg(not(any(loom, shuttle)))]
+            #[cfg(not(loom))]
             io,
         ));
         // A source registered while every worker sleeps and the driver role is free (its
         // last holder is busy) gets a worker to wait for it (`Registry::hand_off_driver`).
-        #[cfg(not(any(loom, shuttle)))]
+        #[cfg(not(loom))]
         {
             let weak = Arc::downgrade(&registry);
             registry.io.handle().set_on_register(Box::new(move || {
@@ -518,7 +518,7 @@ impl Runtime {
         // The I/O driver shuts down too, for the same reason: every task waiting on a
         // socket (in a `block_on` elsewhere, say) gets an error rather than waiting for good,
         // and no source registers from now on (io/readiness.rs, invariant 5).
-        #[cfg(not(any(loom, shuttle)))]
+        #[cfg(not(loom))]
         registry.io.handle().shutdown();
         // SAFETY: a non-null current worker is live during this call.
         let on_own_worker = unsafe { WorkerThread::current().as_ref() }

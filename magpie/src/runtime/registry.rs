@@ -62,8 +62,9 @@ pub(crate) struct Registry {
     pub(crate) owned: OwnedTasks,
     pub(crate) timers: Driver,
     /// The I/O driver; its holder is the holder of the timers' driver role
-    /// (`worker/idle.rs`, ARCHITECTURE.md "I/O on the workers").
-    #[cfg(not(any(loom, shuttle)))]
+    /// (`worker/idle.rs`, ARCHITECTURE.md "I/O on the workers"). Under shuttle, a model of
+    /// it (`io/fake_driver.rs`); none under loom.
+    #[cfg(not(loom))]
     pub(crate) io: crate::io::IoDriver,
     pub(crate) blocking: BlockingPool,
     /// Each worker's counters; the worker holds a second handle to its own.
@@ -122,10 +123,10 @@ impl Registry {
         blocking: BlockingPool,
         id: usize,
         options: Options,
-        #[cfg(not(any(loom, shuttle)))] io: crate::io::IoDriver,
+        #[cfg(not(loom))] io: crate::io::IoDriver,
     ) -> Registry {
         let n = stealers.len();
-        #[cfg(not(any(loom, shuttle)))]
+        #[cfg(not(loom))]
         let driver_unpark: Option<crate::sleep::DriverUnpark> = {
             let handle = io.handle().clone();
             Some(Box::new(move || {
@@ -134,7 +135,7 @@ impl Registry {
                 let _ = handle.unpark();
             }))
         };
-        #[cfg(any(loom, shuttle))]
+        #[cfg(loom)]
         let driver_unpark = None;
         Registry {
             stealers: stealers.into_boxed_slice(),
@@ -153,7 +154,7 @@ impl Registry {
             sleep: Sleep::with_driver(n, driver_unpark),
             owned: OwnedTasks::new(n),
             timers: Driver::new(),
-            #[cfg(not(any(loom, shuttle)))]
+            #[cfg(not(loom))]
             io,
             blocking,
             counters: (0..n)
@@ -487,12 +488,12 @@ impl Registry {
         })
     }
 
-    /// I/O sources registered with this runtime's driver (0 where there is none: loom and
-    /// shuttle builds).
+    /// I/O sources registered with this runtime's driver (0 where there is none: the loom
+    /// build).
     pub(crate) fn io_live(&self) -> usize {
-        #[cfg(not(any(loom, shuttle)))]
+        #[cfg(not(loom))]
         return self.io.live();
-        #[cfg(any(loom, shuttle))]
+        #[cfg(loom)]
         return 0;
     }
 
@@ -509,6 +510,13 @@ impl Registry {
     /// driver), wakes one, which takes the role when it parks again. Returns whether it woke
     /// one. This is the driver hand-off of sleep/README.md ("The driver role").
     pub(crate) fn hand_off_driver(&self) -> bool {
+        // A negative control for the shuttle scenarios (`--cfg magpie_shuttle_broken`): no
+        // hand-off at all, which `shuttle_driver_hand_off_to_parked_worker` must report (the
+        // worker that could wait in the driver stays parked on its parker while the other
+        // spins in a long poll, and a read waits for good).
+        if cfg!(magpie_shuttle_broken) {
+            return false;
+        }
         // SeqCst: the release of the role (a SeqCst store), or the registration, comes
         // before the loads below. Pairs with `register_parked`'s heavy barrier: a parker
         // sets its idle bit, then tries the role; either its `try_drive` finds the role

@@ -303,7 +303,7 @@ impl Sleep {
     /// calls while it waits there (`parker.rs`, "Parking in the driver"). The caller holds
     /// the driver role, and it may return with no token at all (an I/O event): it then
     /// claims its own bit back, as after a timeout.
-    #[cfg_attr(any(loom, shuttle), allow(dead_code))] // No driver there but the models'.
+    #[cfg_attr(loom, allow(dead_code))] // No driver there but the models'.
     pub(crate) fn park_driving(&self, worker: usize, wait: impl FnOnce()) -> Wake {
         self.parkers[worker].park_in(wait);
         self.settle(worker)

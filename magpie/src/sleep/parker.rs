@@ -50,7 +50,7 @@ impl Parker {
     /// Parks in the driver: runs `wait` (a driver turn that blocks until an event, its
     /// timeout, or `unpark`) unless a token is here already. Consumes nothing. The caller
     /// passes the same `unpark` to every `unpark_*` call of this parker.
-    #[cfg_attr(any(loom, shuttle), allow(dead_code))] // No driver there but the models'.
+    #[cfg_attr(loom, allow(dead_code))] // No driver there but the models'.
     pub(crate) fn park_in(&self, wait: impl FnOnce()) {
         {
             let mut tokens = lock(&self.tokens);

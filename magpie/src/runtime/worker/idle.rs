@@ -2,7 +2,7 @@
 //! timers while parked (find-work step 6 of the module docs of `worker`).
 
 use crate::sleep::Wake;
-#[cfg(not(any(loom, shuttle)))]
+#[cfg(not(loom))]
 use crate::stats::add;
 use crate::stats::bump;
 use crate::stats::trace::Kind;
@@ -161,7 +161,7 @@ impl<'w> IdleLoop<'w> {
         counters.begin_park(|| registry.uptime_ns());
         // A park in the driver is its own span kind: the timeline shows when a worker sat in
         // `epoll_wait`.
-        let park_kind = if driving && cfg!(not(any(loom, shuttle))) {
+        let park_kind = if driving && cfg!(not(loom)) {
             Kind::DriverPark
         } else {
             Kind::Park
@@ -196,7 +196,7 @@ impl<'w> IdleLoop<'w> {
     /// returns on readiness, the timeout (the next timer's deadline or the safety net), or a
     /// wake of this worker (`sleep/parker.rs`, "Parking in the driver"). Readiness found
     /// there wakes its tasks, which this worker then finds in its own queue.
-    #[cfg(not(any(loom, shuttle)))]
+    #[cfg(not(loom))]
     fn park_in_driver(&self, timeout: Option<std::time::Duration>) -> Wake {
         let worker = self.worker;
         let registry = &*worker.registry;
@@ -209,8 +209,9 @@ impl<'w> IdleLoop<'w> {
         wake
     }
 
-    /// Without an I/O driver (loom and shuttle model no OS), the holder parks on its parker.
-    #[cfg(any(loom, shuttle))]
+    /// Without an I/O driver (loom models no OS; shuttle has a model of the driver,
+    /// `io/fake_driver.rs`), the holder parks on its parker.
+    #[cfg(loom)]
     fn park_in_driver(&self, timeout: Option<std::time::Duration>) -> Wake {
         self.worker.registry.sleep.park(self.worker.index, timeout)
     }

@@ -307,14 +307,11 @@ impl WorkerThread {
     fn poll_drivers(&self, now: std::time::Instant) {
         let registry = &*self.registry;
         let timers = &registry.timers;
-        #[cfg(not(any(loom, shuttle)))]
-        let io_live = registry.io.live() > 0;
-        #[cfg(any(loom, shuttle))]
-        let io_live = false;
+        let io_live = registry.io_live() > 0;
         if !(io_live || timers.is_due(now)) || !timers.try_drive(self.index) {
             return;
         }
-        #[cfg(not(any(loom, shuttle)))]
+        #[cfg(not(loom))]
         if io_live {
             bump(&self.counters.driver_polls_nonblocking);
             let delivered = registry.io.turn(Some(std::time::Duration::ZERO));
