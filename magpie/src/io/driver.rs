@@ -62,23 +62,11 @@ struct Shared {
     on_register: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
-impl std::fmt::Debug for OnRegister<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.get().is_some() {
-            "Some(..)"
-        } else {
-            "None"
-        })
-    }
-}
-
-struct OnRegister<'a>(&'a std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>);
-
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Shared")
             .field("slab", &self.slab)
-            .field("on_register", &OnRegister(&self.on_register))
+            .field("on_register", &self.on_register.get().is_some())
             .finish_non_exhaustive()
     }
 }

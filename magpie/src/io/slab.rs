@@ -26,7 +26,8 @@
 use std::collections::VecDeque;
 
 use super::readiness::{ScheduledIo, Woken, WORD_GENERATION_BITS};
-use crate::sync::{lock, Arc, Mutex};
+use crate::sync::atomic::Relaxed;
+use crate::sync::{lock, Arc, AtomicUsize, Mutex};
 
 /// Bits 0..24 of a token: the slot index.
 pub(crate) const INDEX_BITS: u32 = 24;
@@ -97,6 +98,11 @@ pub(crate) struct Slab {
     /// No user code runs under this lock: wakers of retired or shut-down slots leave it and
     /// are dropped or woken by the caller after it is released.
     synced: Mutex<Synced>,
+    /// Live registrations, changed under `synced` and read without it: the busy workers'
+    /// maintenance and the driver hand-off read it, and must not contend with registrations
+    /// for the lock. Relaxed: a gauge; the hand-off orders it with SeqCst fences on both
+    /// sides (`Registry::hand_off_driver`).
+    live: AtomicUsize,
 }
 
 impl Slab {
@@ -107,6 +113,7 @@ impl Slab {
                 free: VecDeque::new(),
                 shutdown: false,
             }),
+            live: AtomicUsize::new(0),
         }
     }
 
@@ -125,6 +132,7 @@ impl Slab {
             None => return Err(AllocError::Full),
         };
         let io = synced.slots[index].clone();
+        self.live.fetch_add(1, Relaxed);
         Ok(Allocated {
             index,
             generation: io.generation() & GENERATION_MASK,
@@ -143,6 +151,7 @@ impl Slab {
         // the bumped one.
         let woken = synced.slots[index].retire();
         synced.free.push_back(index);
+        self.live.fetch_sub(1, Relaxed);
         woken
     }
 
@@ -163,7 +172,6 @@ impl Slab {
 
     /// Live registrations (allocated, not freed).
     pub(crate) fn live(&self) -> usize {
-        let synced = lock(&self.synced);
-        synced.slots.len() - synced.free.len()
+        self.live.load(Relaxed)
     }
 }

@@ -67,20 +67,12 @@ pub(crate) struct Sleep {
     num_workers: usize,
 }
 
-impl std::fmt::Debug for DriverUnparkField<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
-    }
-}
-
-struct DriverUnparkField<'a>(&'a Option<DriverUnpark>);
-
 impl std::fmt::Debug for Sleep {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sleep")
             .field("state", &self.load())
             .field("num_workers", &self.num_workers)
-            .field("driver_unpark", &DriverUnparkField(&self.driver_unpark))
+            .field("parks_in_driver", &self.driver_unpark.is_some())
             .finish_non_exhaustive()
     }
 }
