@@ -168,23 +168,13 @@ fn tasks_queued_behind_a_switched_off_worker_are_stolen() {
         "tasks_queued_behind_a_switched_off_worker_are_stolen",
         || {
             let rt = Arc::new(strict_runtime(2, 2));
-            let mut tested = 0;
-            for round in 0..200 {
-                if tested == 10 {
-                    break;
-                }
+            for round in 0..10 {
                 rt.set_active_workers(2).unwrap();
                 // Worker 0 is kept busy, so that worker 1 runs the closure below.
-                let Some(release) = occupy_worker_0(&rt) else {
-                    continue;
-                };
+                let release = occupy_worker_0(&rt);
                 let rt2 = rt.clone();
                 let (queued, on_queued) = mpsc::channel();
                 let long = rt.submit_to(1, move || {
-                    if magpie::current_worker_index() != Some(1) {
-                        queued.send(()).unwrap();
-                        return None;
-                    }
                     let (done, finished) = mpsc::channel();
                     for i in 0..10 {
                         let done = done.clone();
@@ -202,36 +192,43 @@ fn tasks_queued_behind_a_switched_off_worker_are_stolen() {
                         })
                         .collect();
                     got.sort_unstable();
-                    Some(got)
+                    (magpie::current_worker_index(), got)
                 });
                 on_queued.recv_timeout(DEADLINE).unwrap();
                 release.send(()).unwrap();
-                if let Some(got) = long.unwrap().join().unwrap() {
-                    assert_eq!(got, (0..10).collect::<Vec<_>>(), "round {round}");
-                    tested += 1;
-                }
+                let (ran_on, got) = long.unwrap().join().unwrap();
+                assert_eq!(ran_on, Some(1), "round {round}: worker 0 was occupied");
+                assert_eq!(got, (0..10).collect::<Vec<_>>(), "round {round}");
             }
-            assert!(tested > 0, "worker 1 never ran the closure");
         },
     );
 }
 
-/// Submits a closure to worker 0 that waits until the returned sender is used (or dropped),
-/// and returns the sender once the closure runs on worker 0. `None` if worker 1 took it from
-/// worker 0's mailbox instead (it is released at once): the caller tries again.
-fn occupy_worker_0(rt: &Runtime) -> Option<mpsc::Sender<()>> {
-    let (release, released) = mpsc::channel::<()>();
+/// Occupies worker 0 of a two-worker runtime with a closure that waits until the returned
+/// sender is used (or dropped). Whichever worker drains which mailbox, two closures that
+/// block at the same time run on different workers: once both have started, the one on
+/// worker 1 is released (its sender dropped) and the one on worker 0 is kept.
+fn occupy_worker_0(rt: &Runtime) -> mpsc::Sender<()> {
     let (started, on_start) = mpsc::channel();
-    drop(
-        rt.submit_to(0, move || {
-            started.send(magpie::current_worker_index()).unwrap();
-            let _ = released.recv();
-        })
-        .unwrap(),
-    );
-    match on_start.recv_timeout(DEADLINE).unwrap() {
-        Some(0) => Some(release),
-        _ => None,
+    for target in 0..2 {
+        let started = started.clone();
+        drop(
+            rt.submit_to(target, move || {
+                let (release, released) = mpsc::channel::<()>();
+                started
+                    .send((magpie::current_worker_index(), release))
+                    .unwrap();
+                let _ = released.recv();
+            })
+            .unwrap(),
+        );
+    }
+    // Both are received before either is released: until then each holds its worker.
+    let first = on_start.recv_timeout(DEADLINE).unwrap();
+    let second = on_start.recv_timeout(DEADLINE).unwrap();
+    match (first, second) {
+        ((Some(0), release), (Some(1), _)) | ((Some(1), _), (Some(0), release)) => release,
+        ((a, _), (b, _)) => panic!("two blocking closures ran on workers {a:?} and {b:?}"),
     }
 }
 
