@@ -47,6 +47,25 @@ async fn read_exactly(mut stream: mio::net::TcpStream, want: usize) -> Vec<u8> {
     got
 }
 
+/// Returns once every worker is inside a park (each park is counted after the worker tried
+/// the driver role and before it blocks; its unpark after it wakes). With a source
+/// registered, one of the parked workers then holds the role (sleep/README.md, "Why no
+/// readiness is left unwaited for"), so only its `epoll_wait` can deliver readiness.
+fn wait_until_every_worker_parks(rt: &Runtime) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let stats = rt.stats();
+        if stats.workers.iter().all(|w| w.parks > w.unparks) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the workers never all parked: {stats:?}"
+        );
+        std::thread::yield_now();
+    }
+}
+
 /// Waits for a result, failing instead of hanging if it never comes (a lost wakeup).
 fn recv<T>(rx: &mpsc::Receiver<T>) -> T {
     rx.recv_timeout(Duration::from_secs(20))
@@ -63,6 +82,10 @@ fn readiness_wakes_a_task_while_every_worker_sleeps() {
             let _task = rt.spawn(async move {
                 tx.send(read_exactly(server, 3).await).unwrap();
             });
+            // Only when every worker sleeps: then nothing but the driver's `epoll_wait` can
+            // deliver the readiness (idle workers in their yield rounds turn the driver
+            // themselves).
+            wait_until_every_worker_parks(&rt);
             client.write_all(&[round, 1, 2]).unwrap();
             assert_eq!(recv(&rx), vec![round, 1, 2]);
         }

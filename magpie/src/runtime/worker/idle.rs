@@ -30,6 +30,19 @@ const YIELD_ROUNDS: u32 = 2;
 const SPIN_ROUNDS: u32 = 0;
 #[cfg(loom)]
 const YIELD_ROUNDS: u32 = 0;
+/// A yield that kept us off the CPU this long means another runnable thread shares it: the
+/// rest of the yield rounds are skipped. An uncontended `sched_yield` returns in about a
+/// microsecond; a contended one in a scheduler time slice (milliseconds). Before this
+/// check, a task spinning on the CPU of an idle worker turned that worker's 32 yields into
+/// ~48 ms during which it neither ran the tasks woken meanwhile nor waited in the driver
+/// (BENCHMARKS.md, "blocked worker").
+#[cfg(not(any(loom, shuttle)))]
+const CONTENDED_YIELD: std::time::Duration = std::time::Duration::from_micros(200);
+// The checkers' schedules must not depend on the real clock (shuttle replays a failing
+// schedule from its seed), and loom has no yield rounds at all.
+#[cfg(any(loom, shuttle))]
+const CONTENDED_YIELD: std::time::Duration = std::time::Duration::MAX;
+
 /// From this search round on, a thief also takes the task in a victim's LIFO slot (see
 /// "the stranded LIFO task" in `schedule_local`). Earlier rounds leave it to its owner, which
 /// runs it next unless it is stuck in a long poll.
@@ -110,7 +123,25 @@ impl<'w> IdleLoop<'w> {
             }
             true
         } else if self.rounds <= SPIN_ROUNDS + YIELD_ROUNDS {
+            let before = crate::sync::time::now();
+            // Not under shuttle: with these turns in, shuttle found no schedule in 120,000
+            // where `shuttle_driver_hand_off_to_parked_worker` needs the hand-off (its
+            // negative control found one at once without them); we did not find out why, and
+            // keep the scenarios able to check D4. The turn itself is the maintenance turn,
+            // which `shuttle_io_readiness_into_busy_pool` checks.
+            if !self.join_wait && !cfg!(shuttle) {
+                // Until we park, nobody may be waiting in the driver: the role is free
+                // while every other worker is busy or parked on its futex. Turn the drivers
+                // between yields, as a busy worker does at maintenance (sleep/README.md, D3').
+                self.worker.poll_drivers(before);
+            }
             thread::yield_now();
+            if crate::sync::time::now().duration_since(before) >= CONTENDED_YIELD {
+                // Another thread had our CPU for a time slice: yielding again hands it
+                // another, while parking lets the scheduler run us as soon as work (or
+                // readiness, if we park in the driver) arrives. Search once more, then park.
+                self.rounds = SPIN_ROUNDS + YIELD_ROUNDS;
+            }
             true
         } else {
             false

@@ -300,11 +300,12 @@ impl WorkerThread {
         self.poll_drivers(now);
     }
 
-    /// A busy worker's turn of the drivers (maintenance): fires due timers and takes the
+    /// A turn of the drivers by a worker that is not parked: a busy one at maintenance, or
+    /// an idle one between its yields (`IdleLoop::spin`). Fires due timers and takes the
     /// I/O readiness the OS has, without blocking, if nobody holds the driver role (a parked
     /// holder delivers readiness itself). The role is given back before any task runs: no
     /// busy worker holds the driver (sleep/README.md, "The driver role").
-    fn poll_drivers(&self, now: std::time::Instant) {
+    pub(super) fn poll_drivers(&self, now: std::time::Instant) {
         let registry = &*self.registry;
         let timers = &registry.timers;
         let io_live = registry.io_live() > 0;
