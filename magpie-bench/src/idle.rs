@@ -91,7 +91,7 @@ const BURST_RUNS: usize = 5;
 const BURST_N: u64 = 25;
 
 /// CPU time of the whole process so far (user + system).
-fn process_cpu() -> Duration {
+pub(crate) fn process_cpu() -> Duration {
     let mut usage = MaybeUninit::<libc::rusage>::uninit();
     // SAFETY: `getrusage` writes a complete `rusage` through the valid pointer we pass.
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
@@ -115,11 +115,10 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// Nanoseconds of CPU per group of threads (every group of [`GROUPS`] but the main thread,
-/// which is measured on its own), or `None` where `/proc` cannot tell.
-fn thread_cpu_by_group() -> Option<[u64; MAIN_GROUP]> {
+/// Calls `f` with the name and the nanoseconds of CPU so far of every thread of the process
+/// but the main thread, or returns `None` where `/proc` cannot tell.
+fn for_each_thread_cpu(mut f: impl FnMut(&str, u64)) -> Option<()> {
     let pid = std::process::id().to_string();
-    let mut groups = [0u64; MAIN_GROUP];
     for entry in fs::read_dir("/proc/self/task").ok()? {
         let entry = entry.ok()?;
         let tid = entry.file_name().to_string_lossy().into_owned();
@@ -132,6 +131,16 @@ fn thread_cpu_by_group() -> Option<[u64; MAIN_GROUP]> {
         if tid == pid {
             continue;
         }
+        f(comm.trim_end(), ns);
+    }
+    Some(())
+}
+
+/// Nanoseconds of CPU per group of threads (every group of [`GROUPS`] but the main thread,
+/// which is measured on its own), or `None` where `/proc` cannot tell.
+fn thread_cpu_by_group() -> Option<[u64; MAIN_GROUP]> {
+    let mut groups = [0u64; MAIN_GROUP];
+    for_each_thread_cpu(|comm, ns| {
         let group = if comm.starts_with(MAGPIE_THREAD_PREFIX) {
             MAGPIE_GROUP
         } else if comm.starts_with(RAYON_THREAD_PREFIX) {
@@ -142,8 +151,21 @@ fn thread_cpu_by_group() -> Option<[u64; MAIN_GROUP]> {
             OTHER_GROUP
         };
         groups[group] += ns;
-    }
+    })?;
     Some(groups)
+}
+
+/// CPU time so far of the threads (the main thread aside) whose name (as `/proc` keeps it:
+/// at most 15 bytes) `matches`, or `None` where `/proc` cannot tell. The `net` benchmark's
+/// idle-connections row splits the process's time by runtime with it.
+pub(crate) fn threads_cpu(matches: impl Fn(&str) -> bool) -> Option<Duration> {
+    let mut total = 0u64;
+    for_each_thread_cpu(|comm, ns| {
+        if matches(comm) {
+            total += ns;
+        }
+    })?;
+    Some(Duration::from_nanos(total))
 }
 
 /// The sum of a magpie runtime's per-worker counters that tell about idling.
@@ -311,7 +333,7 @@ fn tokio_with_pending(workers: usize, timers: usize) -> tokio::runtime::Runtime 
 }
 
 /// `n` for a table: "10k" for whole thousands.
-fn count_label(n: usize) -> String {
+pub(crate) fn count_label(n: usize) -> String {
     if n >= 1000 && n % 1000 == 0 {
         format!("{}k", n / 1000)
     } else {

@@ -7,8 +7,9 @@
 //! cargo run --release -p magpie-bench -- idle [--workers N] [--reps R] [--pending-timers N]
 //! cargo run --release -p magpie-bench -- scale --workers 1,2,4,8,16 [--quick]
 //! cargo run --release -p magpie-bench -- async [--workers N] [--samples K] [--quick]
-//! cargo run --release -p magpie-bench -- net [--rows echo,hello,mixed,blocked] [--secs S]
-//!                                            [--conns 1,64,512] [--json PATH]
+//! cargo run --release -p magpie-bench -- net [--rows echo,hello,mixed,blocked,idle-conns]
+//!                                            [--secs S] [--conns 1,64,512]
+//!                                            [--idle-conns 10000] [--json PATH]
 //! ```
 //!
 //! The report goes to stdout as markdown (ready for BENCHMARKS.md), progress to stderr, and
@@ -59,7 +60,7 @@ enum Command {
     Iter(IterArgs),
     /// TCP echo and hyper servers on magpie, tokio and smol under a closed-loop load over
     /// loopback; a hyper endpoint running a parallel sum; the echo load while a task blocks a
-    /// worker.
+    /// worker; the CPU of idling with many open connections.
     Net(NetArgs),
 }
 
@@ -68,7 +69,8 @@ struct NetArgs {
     /// Worker threads per server runtime (and rayon threads for tokio+rayon).
     #[arg(long, default_value_t = 2)]
     workers: usize,
-    /// Rows to run.
+    /// Rows to run (`idle-conns`, which takes about 6 s per server and sample, only when
+    /// named).
     #[arg(
         long,
         value_enum,
@@ -76,7 +78,8 @@ struct NetArgs {
         default_value = "echo,hello,mixed,blocked"
     )]
     rows: Vec<net_rows::NetRow>,
-    /// Seconds of load per sample (whole seconds: wrk takes no fractions).
+    /// Seconds of load per sample (whole seconds: wrk takes no fractions); for `idle-conns`,
+    /// the length of each idle window.
     #[arg(long, default_value_t = 2)]
     secs: u64,
     /// Connection counts of the echo row.
@@ -85,6 +88,10 @@ struct NetArgs {
     /// Connections of the hello, mixed and blocked rows.
     #[arg(long, default_value_t = 64)]
     http_conns: usize,
+    /// Connections held open and silent by the idle-conns row (fewer if the open-files limit
+    /// cannot be raised to two descriptors per connection).
+    #[arg(long, default_value_t = 10_000)]
+    idle_conns: usize,
     /// Timed rounds; each round runs every server once.
     #[arg(long, default_value_t = 5)]
     samples: usize,
@@ -628,7 +635,12 @@ fn iter_rows(args: &IterArgs, info: &MachineInfo) -> ExitCode {
 }
 
 fn net(args: &NetArgs, info: &MachineInfo) -> ExitCode {
-    if args.secs == 0 || args.samples == 0 || args.conns.contains(&0) || args.http_conns == 0 {
+    if args.secs == 0
+        || args.samples == 0
+        || args.conns.contains(&0)
+        || args.http_conns == 0
+        || args.idle_conns == 0
+    {
         eprintln!("--secs, --samples and connection counts must be positive");
         return ExitCode::FAILURE;
     }
@@ -648,6 +660,7 @@ fn net(args: &NetArgs, info: &MachineInfo) -> ExitCode {
         warmup: args.warmup,
         client_threads: args.client_threads,
         impls: args.impls.clone(),
+        idle_conns: args.idle_conns,
     };
     info.print_with_pools(
         "net",
@@ -668,12 +681,6 @@ fn net(args: &NetArgs, info: &MachineInfo) -> ExitCode {
     let runtimes = net_rows::NetRuntimes::new(args.workers);
     let measurements = net_rows::measure(&runtimes, &cfg, use_wrk);
     println!("{}", net_rows::render_summary(&measurements));
-    println!(
-        "Medians over the samples (each round runs every server once, first place rotating) \
-         of requests (round trips) per second and of the 50th/99th percentile round trip. \
-         magpie/this = ratio of magpie's median to this server's: above 1.00 for req/s and \
-         below 1.00 for p99, magpie is better.\n"
-    );
     print_load_after();
     drop(runtimes);
     match &args.json {

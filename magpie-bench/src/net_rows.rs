@@ -24,6 +24,12 @@
 //!   99th percentile and maximum. With a worker taken, what was queued behind the spinning
 //!   task, and the I/O driver if that worker was the one turning it, must move to the other
 //!   worker. magpie against tokio.
+//! - `idle-conns` (not in the default `--rows`: about 6 s per server and sample): 10,000
+//!   connections (`--idle-conns`) opened to the echo server, each proven by one round trip, then
+//!   left silent. Reported: the process's CPU per second of a `--secs` idle window with them
+//!   open, against a baseline window with none open just before, in ms of CPU per idle second.
+//!   A runtime whose idle workers rescan their sockets, or wake per registered source, shows up
+//!   here and in no other row. See `idle_conns` for the method.
 //!
 //! The client (`client`) is the same for every server: plain threads (one by default,
 //! `--client-threads`) driving non-blocking sockets with a `mio::Poll`, nothing shared with
@@ -39,9 +45,11 @@
 //! responses and disconnects. Each runtime's figure is the median over its samples of
 //! throughput and of each percentile; the ratios are ratios of those medians. Every response
 //! is checked (the echo byte for byte, the HTTP status and body), and a connection that gets
-//! no response for 10 s is reported as a hung server rather than waited on.
+//! no response for 10 s is reported as a hung server rather than waited on. The `idle-conns`
+//! row differs: no warm-up, no load, two idle windows per sample (`idle_conns`).
 
 mod client;
+mod idle_conns;
 mod report;
 mod servers;
 mod wrk;
@@ -55,6 +63,7 @@ use std::time::{Duration, Instant};
 
 use crate::harness::{median_f64, ms, progress, rotation};
 use client::{Load, LoadResult, Protocol};
+use idle_conns::IdleConnsMeasurement;
 use servers::{Addrs, SmolPool};
 
 /// Bytes per echo message.
@@ -114,6 +123,7 @@ pub(crate) enum NetRow {
     Hello,
     Mixed,
     Blocked,
+    IdleConns,
 }
 
 /// Who loads the HTTP rows.
@@ -138,6 +148,8 @@ pub(crate) struct Config {
     pub(crate) warmup: usize,
     pub(crate) client_threads: usize,
     pub(crate) impls: Vec<NetImpl>,
+    /// Connections held open by the `idle-conns` row.
+    pub(crate) idle_conns: usize,
 }
 
 /// One measured line of a report: a row at one connection count.
@@ -260,6 +272,11 @@ impl CaseMeasurement {
     }
 }
 
+/// Thread names of the server runtimes (magpie appends `-{index}`; smol's are `net-smol-{i}`,
+/// plus async-io's own `async-io` thread).
+const MAGPIE_THREADS: &str = "net-magpie";
+const TOKIO_THREADS: &str = "net-tokio";
+
 /// Every server runtime with its servers, built once.
 #[derive(Debug)]
 pub(crate) struct NetRuntimes {
@@ -288,12 +305,12 @@ impl NetRuntimes {
         let data = servers::sum_input();
         let magpie = magpie::Runtime::builder()
             .worker_threads(workers)
-            .thread_name("net-magpie")
+            .thread_name(MAGPIE_THREADS)
             .build()
             .expect("could not build the magpie runtime");
         let tokio = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
-            .thread_name("net-tokio")
+            .thread_name(TOKIO_THREADS)
             .enable_io()
             .build()
             .expect("could not build the tokio runtime");
@@ -320,6 +337,26 @@ impl NetRuntimes {
         }
     }
 
+    /// Whether the thread named `name` belongs to `imp`'s runtime.
+    fn owns_thread(&self, imp: NetImpl, name: &str) -> bool {
+        match imp {
+            NetImpl::Magpie => name.starts_with(MAGPIE_THREADS),
+            NetImpl::Tokio | NetImpl::TokioRayon => name.starts_with(TOKIO_THREADS),
+            NetImpl::Smol => name.starts_with(servers::SMOL_THREADS) || name == "async-io",
+        }
+    }
+
+    /// The tasks alive on `imp`'s runtime, where it counts them (magpie and tokio).
+    fn alive_tasks(&self, imp: NetImpl) -> Option<u64> {
+        match imp {
+            NetImpl::Magpie => Some(self.magpie.stats().tasks_alive),
+            NetImpl::Tokio | NetImpl::TokioRayon => {
+                Some(self.tokio.metrics().num_alive_tasks() as u64)
+            }
+            NetImpl::Smol => None,
+        }
+    }
+
     /// Spawns the `blocked` row's spinner on `imp`'s runtime.
     fn spawn_spinner(&self, imp: NetImpl, report: mpsc::SyncSender<(Instant, Instant)>) {
         match imp {
@@ -330,20 +367,44 @@ impl NetRuntimes {
     }
 }
 
-/// Lifts the soft limit on open files to the hard limit: 512 connections take 1,024
-/// descriptors in this one process, client and server ends together.
-fn raise_fd_limit() {
+/// The current limits on open files, or `None` if `getrlimit` fails.
+fn fd_limits() -> Option<libc::rlimit> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: `limit` is a valid, writable rlimit for the duration of the call.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0
-        && limit.rlim_cur < limit.rlim_max
-    {
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    (rc == 0).then_some(limit)
+}
+
+/// Lifts the soft limit on open files to the hard limit: 512 connections take 1,024
+/// descriptors in this one process, client and server ends together. Returns the soft limit
+/// in effect afterwards (0 if it cannot be read).
+fn raise_fd_limit() -> u64 {
+    let Some(mut limit) = fd_limits() else {
+        return 0;
+    };
+    if limit.rlim_cur < limit.rlim_max {
         limit.rlim_cur = limit.rlim_max;
         // SAFETY: `limit` is a valid rlimit; failure leaves the old limit in place.
         let _ = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
+    }
+    fd_limits().map_or(0, |l| l.rlim_cur)
+}
+
+/// Lifts both limits on open files to `wanted` where the hard limit is lower: only a
+/// privileged process (`CAP_SYS_RESOURCE`) may, up to `fs.nr_open`; for any other the call
+/// fails and changes nothing. The idle-connections row needs two descriptors per connection.
+fn raise_fd_hard_limit(wanted: u64) {
+    let Some(limit) = fd_limits() else { return };
+    if limit.rlim_max < wanted {
+        let raised = libc::rlimit {
+            rlim_cur: wanted,
+            rlim_max: wanted,
+        };
+        // SAFETY: `raised` is a valid rlimit; failure (EPERM, EINVAL) leaves the old limit.
+        let _ = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) };
     }
 }
 
@@ -500,6 +561,8 @@ fn cases(cfg: &Config) -> Vec<Case> {
             NetRow::Hello => out.push(Case::Hello(cfg.http_conns)),
             NetRow::Mixed => out.push(Case::Mixed(cfg.http_conns)),
             NetRow::Blocked => out.push(Case::Blocked(cfg.http_conns)),
+            // Not a load: measured apart, by `idle_conns`.
+            NetRow::IdleConns => {}
         }
     }
     out
@@ -515,8 +578,32 @@ pub(crate) fn use_wrk(loader: Loader) -> Result<bool, String> {
     }
 }
 
-/// Measures every case of `cfg`.
-pub(crate) fn measure(rts: &NetRuntimes, cfg: &Config, use_wrk: bool) -> Vec<CaseMeasurement> {
+/// Everything a run measured.
+#[derive(Debug)]
+pub(crate) struct NetMeasurements {
+    /// The load rows, in the order they ran.
+    cases: Vec<CaseMeasurement>,
+    /// The `idle-conns` row, if it ran.
+    idle_conns: Option<IdleConnsMeasurement>,
+}
+
+/// Measures every row of `cfg`: the load rows, then `idle-conns`.
+pub(crate) fn measure(rts: &NetRuntimes, cfg: &Config, use_wrk: bool) -> NetMeasurements {
+    let cases = measure_cases(rts, cfg, use_wrk);
+    let idle_impls: Vec<NetImpl> = idle_conns::IMPLS
+        .into_iter()
+        .filter(|imp| cfg.impls.contains(imp))
+        .collect();
+    let idle_conns = (cfg.rows.contains(&NetRow::IdleConns) && !idle_impls.is_empty()).then(|| {
+        let m = idle_conns::measure(rts, cfg, &idle_impls);
+        println!("{}", report::render_idle_conns(&m, cfg));
+        m
+    });
+    NetMeasurements { cases, idle_conns }
+}
+
+/// Measures every load case of `cfg`.
+fn measure_cases(rts: &NetRuntimes, cfg: &Config, use_wrk: bool) -> Vec<CaseMeasurement> {
     let mut out = Vec::new();
     for case in cases(cfg) {
         let impls: Vec<NetImpl> = case

@@ -36,7 +36,7 @@ pub(crate) enum Protocol {
 
 impl Protocol {
     /// The bytes of one request.
-    fn request(&self) -> Vec<u8> {
+    pub(crate) fn request(&self) -> Vec<u8> {
         match self {
             // A pattern that is not all one byte, so a reordering would be caught.
             Protocol::Echo { size } => (0..*size).map(|i| (i % 251) as u8).collect(),
@@ -200,7 +200,11 @@ pub(crate) fn run(load: &Load) -> LoadResult {
 /// made. The runtimes' listeners have the standard backlog of 128 (mio's and std's); 512
 /// connects in a burst overflowed it, and the kernel drops a SYN that finds the accept queue
 /// full, so some connects took one or two seconds of SYN retransmission.
-fn connect(addr: SocketAddr, protocol: &Protocol, request: &[u8]) -> io::Result<StdTcpStream> {
+pub(crate) fn connect(
+    addr: SocketAddr,
+    protocol: &Protocol,
+    request: &[u8],
+) -> io::Result<StdTcpStream> {
     let mut stream = StdTcpStream::connect(addr)?;
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(RESPONSE_LIMIT))?;

@@ -264,6 +264,9 @@ pub(crate) fn start_tokio(rt: &tokio::runtime::Runtime, data: &Arc<Vec<u64>>) ->
 // ---------------------------------------------------------------------------------------
 // smol
 
+/// The name of smol's threads, before `-{index}`.
+pub(crate) const SMOL_THREADS: &str = "net-smol";
+
 /// An `async_executor::Executor` run by N threads in `async_io::block_on`.
 #[derive(Debug)]
 pub(crate) struct SmolPool {
@@ -282,7 +285,7 @@ impl SmolPool {
             let (stop_tx, stop_rx) = futures::channel::oneshot::channel::<()>();
             let executor = Arc::clone(&executor);
             let thread = thread::Builder::new()
-                .name(format!("net-smol-{i}"))
+                .name(format!("{SMOL_THREADS}-{i}"))
                 .spawn(move || {
                     async_io::block_on(executor.run(async {
                         // Err(Canceled) when the sender is dropped: that is the signal too.
