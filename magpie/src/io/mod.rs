@@ -140,8 +140,9 @@ mod runtime_io {
         pub(crate) fn turn(&self, timeout: Option<Duration>) -> usize {
             let mut driver = match self.driver.try_lock() {
                 Ok(driver) => driver,
-                // No user code runs under this lock (wakers run inside `turn`, each
-                // contained), so a poisoned lock holds a consistent driver.
+                // The wakers (user code) do run under this lock, inside `turn`, but each in
+                // its own panic boundary, and none can reach this lock (only the holder of
+                // the driver role turns): a poisoned lock still holds a consistent driver.
                 Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
                 Err(TryLockError::WouldBlock) => {
                     debug_assert!(false, "two holders of the driver role");

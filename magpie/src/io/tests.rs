@@ -31,7 +31,7 @@ impl CountingWaker {
 
 /// A connected pair: the client end (std, blocking) and the accepted end as a non-blocking
 /// mio stream, ready to register.
-fn pair() -> (std::net::TcpStream, mio::net::TcpStream) {
+pub(super) fn pair() -> (std::net::TcpStream, mio::net::TcpStream) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
     let (server, _) = listener.accept().unwrap();

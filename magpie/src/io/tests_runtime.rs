@@ -11,17 +11,8 @@ use std::time::Duration;
 use mio::Interest;
 
 use super::readiness::Direction;
+use super::tests::pair;
 use crate::Runtime;
-
-/// A connected pair: the client end (std, blocking) and the accepted end as a non-blocking
-/// mio stream, ready to register.
-fn pair() -> (std::net::TcpStream, mio::net::TcpStream) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (server, _) = listener.accept().unwrap();
-    server.set_nonblocking(true).unwrap();
-    (client, mio::net::TcpStream::from_std(server))
-}
 
 /// Registers `stream` with the current runtime's driver and reads until `want` bytes came,
 /// the way `magpie::net` does: poll readiness, try, clear on `WouldBlock`.
