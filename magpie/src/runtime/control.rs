@@ -56,6 +56,8 @@ impl Runtime {
             // Relaxed: statistics.
             tasks_spawned_remote: registry.tasks_spawned_remote.load(Relaxed),
             remote_schedules: registry.remote_schedules.load(Relaxed),
+            inject_lock_acquisitions: registry.inject.lock_acquisitions()
+                + registry.task_inject.lock_acquisitions(),
             poll_time_histogram_enabled: registry.poll_time_histogram,
             poll_time_histogram_bounds_ns: histogram_bounds_ns(),
             trace_events: registry.traces.iter().flatten().map(|r| r.recorded()).sum(),

@@ -73,6 +73,9 @@ pub(crate) struct WorkerCounters {
     pub(crate) driver_polls_blocking: AtomicU64,
     pub(crate) driver_polls_nonblocking: AtomicU64,
     pub(crate) driver_handoffs: AtomicU64,
+    /// A gauge: the worker thread's heavy barriers so far (`sync::barrier::heavy_count`),
+    /// copied in whenever the worker flushes its per-poll counters.
+    pub(crate) heavy_barriers: AtomicU64,
     pub(crate) poll_time_histogram: [AtomicU64; HISTOGRAM_BUCKETS],
     /// The worker's OS thread id (Linux `gettid`), 0 elsewhere or before it started.
     pub(crate) thread_id: AtomicU64,
@@ -166,6 +169,7 @@ impl WorkerCounters {
             driver_polls_blocking: self.driver_polls_blocking.load(Relaxed),
             driver_polls_nonblocking: self.driver_polls_nonblocking.load(Relaxed),
             driver_handoffs: self.driver_handoffs.load(Relaxed),
+            heavy_barriers: self.heavy_barriers.load(Relaxed),
             poll_time_histogram: self
                 .poll_time_histogram
                 .iter()
@@ -329,6 +333,12 @@ pub struct WorkerStats {
     pub noops: u64,
     /// Tasks spawned by code running on this worker.
     pub tasks_spawned: u64,
+    /// Heavy memory barriers this worker issued: `membarrier` system calls, each of which
+    /// interrupts every CPU running a thread of the process. Made by steals of fork-join
+    /// jobs and by parks, and only in the asymmetric barrier mode (see
+    /// [`BarrierMode`](crate::BarrierMode)); updated when the worker parks or at its
+    /// periodic maintenance.
+    pub heavy_barriers: u64,
     /// I/O readiness events this worker took from the OS and delivered to a registered
     /// source (in a park in the driver, or a non-blocking turn at maintenance).
     pub io_events: u64,
@@ -472,6 +482,9 @@ pub struct Stats {
     /// Tasks queued from threads outside the pool: remote spawns and wakes (tokio's
     /// `remote_schedule_count`).
     pub remote_schedules: u64,
+    /// Times a thread took the lock of a global inject queue (jobs or tasks), to push or
+    /// to pop. Pops skip an empty queue without the lock.
+    pub inject_lock_acquisitions: u64,
     /// Whether the poll-time histogram is being recorded.
     pub poll_time_histogram_enabled: bool,
     /// The lower bound of each histogram bucket in nanoseconds: 0, 256, 512, 1024, …; a

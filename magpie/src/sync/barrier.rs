@@ -141,6 +141,7 @@ mod imp {
         // SYMMETRIC lets us skip the call.
         let mode = MODE.load(Relaxed);
         if mode != SYMMETRIC {
+            HEAVY_COUNT.with(|count| count.set(count.get() + 1));
             // Returns after every running thread of the process passed a full barrier.
             if let Err(error) = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) {
                 // Read UNKNOWN: registration has not happened (the call fails with EPERM),
@@ -153,6 +154,15 @@ mod imp {
             }
         }
         fence(SeqCst);
+    }
+
+    thread_local! {
+        /// `membarrier` calls made by this thread (`heavy_count`).
+        static HEAVY_COUNT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    pub(crate) fn heavy_count() -> u64 {
+        HEAVY_COUNT.with(std::cell::Cell::get)
     }
 
     /// The heavy barrier failed after registration (`ENOMEM`, a seccomp filter installed
@@ -189,6 +199,10 @@ mod imp {
     pub(crate) fn heavy() {
         fence(SeqCst);
     }
+
+    pub(crate) fn heavy_count() -> u64 {
+        0
+    }
 }
 
 /// Decides, once per process, whether the asymmetric mode is available. Must run before any
@@ -209,4 +223,10 @@ pub(crate) fn light() {
 /// load that follows a [`light`] that had not yet run.
 pub(crate) fn heavy() {
     imp::heavy()
+}
+
+/// The `membarrier` calls the calling thread has made so far (0 in the symmetric mode, where
+/// the heavy side is a plain fence). Workers copy it into their statistics.
+pub(crate) fn heavy_count() -> u64 {
+    imp::heavy_count()
 }

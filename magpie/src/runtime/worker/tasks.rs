@@ -269,6 +269,10 @@ impl WorkerThread {
         ] {
             flush(local, shared);
         }
+        crate::stats::set(
+            &counters.heavy_barriers,
+            crate::sync::barrier::heavy_count(),
+        );
     }
 
     /// Every `interval` tasks: update the mean task time and the interval, flush the
