@@ -142,6 +142,7 @@ pub use runtime::{
     MAX_WORKERS, MIN_STACK_SIZE,
 };
 pub use stats::{Stats, WorkerStats};
+pub use sync::barrier::{BarrierMode, AUTO_ASYMMETRIC_MAX_CPUS};
 pub use task::{JoinError, JoinHandle};
 
 /// Hooks for the shuttle scenarios (`tests/shuttle.rs`), only under `cfg(shuttle)`: not part

@@ -14,7 +14,7 @@ mod common;
 use std::os::unix::process::ExitStatusExt;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
-use common::{child_test, is_child, run_child, runtime};
+use common::{child_test, is_child, run_child};
 
 const CHILD: &str = "failing-membarrier";
 
@@ -26,7 +26,12 @@ fn failing_membarrier_aborts_with_a_message() {
     if is_child(CHILD) {
         // A join whose second half is certainly stolen: the thief's steal runs the heavy
         // barrier (and so does any worker that parks).
-        let rt = runtime(2);
+        let rt = magpie::Runtime::builder()
+            .worker_threads(2)
+            .barrier(magpie::BarrierMode::Asymmetric)
+            .build()
+            .unwrap();
+        assert_eq!(rt.barrier_mode(), magpie::BarrierMode::Asymmetric);
         let b_started = AtomicBool::new(false);
         rt.install(|| {
             magpie::join(
@@ -45,7 +50,7 @@ fn failing_membarrier_aborts_with_a_message() {
     let mut command = child_test("failing_membarrier_aborts_with_a_message", CHILD);
     command
         .env("MAGPIE_TEST_FAIL_MEMBARRIER", "1")
-        .env_remove("MAGPIE_SYMMETRIC_FENCES");
+        .env_remove("MAGPIE_BARRIER");
     let out = run_child(command);
     assert_eq!(
         out.status.signal(),

@@ -432,3 +432,78 @@ fn thread_name_with_a_nul_byte_is_an_error_not_a_panic() {
     );
     assert!(err.to_string().contains("NUL"));
 }
+
+#[test]
+fn barrier_mode_comes_from_the_builder_then_the_environment() {
+    // (MAGPIE_BARRIER value, what the child expects of a default runtime.)
+    let cases = [
+        ("symmetric", "symmetric"),
+        (" Symmetric ", "symmetric"),
+        ("asymmetric", "asymmetric-if-available"),
+        ("auto", "auto"),
+        ("membarrier", "error"),
+    ];
+    for (value, expected) in cases {
+        let mut child = child_test("child_barrier_mode", "barrier_mode");
+        child
+            .env("MAGPIE_BARRIER", value)
+            .env(EXPECTED_ENV, expected);
+        let out = run_child(child);
+        assert!(
+            out.status.success() && out.stdout.contains("barrier mode: ok"),
+            "MAGPIE_BARRIER={value:?}: {out:?}"
+        );
+    }
+}
+
+/// Child mode of `barrier_mode_comes_from_the_builder_then_the_environment`; does nothing in
+/// a normal test run.
+#[test]
+fn child_barrier_mode() {
+    use magpie::BarrierMode;
+    if !is_child("barrier_mode") {
+        return;
+    }
+    let expected = std::env::var(EXPECTED_ENV).unwrap();
+    let built = Runtime::builder().worker_threads(2).build();
+    match expected.as_str() {
+        "error" => {
+            let err = built.err().expect("a bad MAGPIE_BARRIER must fail the build");
+            assert!(matches!(err, magpie::BuildError::InvalidBarrierEnv { .. }));
+            assert!(err.to_string().contains("MAGPIE_BARRIER"), "{err}");
+        }
+        "symmetric" => assert_eq!(built.unwrap().barrier_mode(), BarrierMode::Symmetric),
+        "asymmetric-if-available" => {
+            let mode = built.unwrap().barrier_mode();
+            // Linux with membarrier (every kernel since 4.14): asymmetric; else symmetric.
+            assert!(cfg!(target_os = "linux") || mode == BarrierMode::Symmetric);
+            assert_ne!(mode, BarrierMode::Auto);
+        }
+        _ => {
+            // Auto: asymmetric only on few CPUs.
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let mode = built.unwrap().barrier_mode();
+            if cpus.min(2) > magpie::AUTO_ASYMMETRIC_MAX_CPUS {
+                assert_eq!(mode, BarrierMode::Symmetric);
+            }
+            assert_ne!(mode, BarrierMode::Auto);
+            let many = Runtime::builder()
+                .worker_threads(magpie::AUTO_ASYMMETRIC_MAX_CPUS + 1)
+                .build()
+                .unwrap();
+            if cpus > magpie::AUTO_ASYMMETRIC_MAX_CPUS {
+                assert_eq!(many.barrier_mode(), BarrierMode::Symmetric);
+            }
+        }
+    }
+    // A mode set on the builder wins over the variable.
+    let explicit = Runtime::builder()
+        .worker_threads(2)
+        .barrier(BarrierMode::Symmetric)
+        .build()
+        .unwrap();
+    assert_eq!(explicit.barrier_mode(), BarrierMode::Symmetric);
+    assert_eq!(explicit.stats().barrier_mode, BarrierMode::Symmetric);
+    assert_eq!(explicit.install(|| magpie::join(|| 1, || 2)), (1, 2));
+    println!("barrier mode: ok");
+}

@@ -10,7 +10,7 @@
 //! * N. M. Lê, A. Pop, A. Cohen and F. Zappa Nardelli, "Correct and efficient work-stealing
 //!   for weak memory models", PPoPP 2013: the C11 orderings used here, except that the two
 //!   `seq_cst` fences (in `take` and `steal`) are our asymmetric pair
-//!   [`barrier::light`](crate::sync::barrier::light) / [`barrier::heavy`](crate::sync::barrier::heavy):
+//!   [`Barrier::light`](crate::sync::barrier::Barrier::light) / [`Barrier::heavy`](crate::sync::barrier::Barrier::heavy):
 //!   the owner's fence, paid on every published `join`, becomes a compiler fence, and the thief pays a
 //!   `membarrier` instead. Steals are rare; pops are not.
 //!
@@ -44,7 +44,8 @@ use std::cell::Cell;
 use std::ptr::NonNull;
 
 use crate::sync::atomic::*;
-use crate::sync::{barrier, lock, Arc, AtomicIsize, AtomicPtr, Mutex};
+use crate::sync::barrier::Barrier;
+use crate::sync::{lock, Arc, AtomicIsize, AtomicPtr, Mutex};
 use crate::util::CachePadded;
 
 /// Slots in a new deque's buffer. Small under loom, so that three pushes explore growth.
@@ -109,6 +110,8 @@ struct Inner<T> {
     buffer: CachePadded<AtomicPtr<Buffer<T>>>,
     /// Buffers replaced by growth, freed with the deque (invariant 4). Touched only on growth.
     retired: Mutex<Vec<*mut Buffer<T>>>,
+    /// The runtime's barrier mode: the thieves' side of the pair.
+    barrier: Barrier,
 }
 
 // SAFETY: the deque stores raw pointers it never dereferences; sending or sharing it sends or
@@ -149,6 +152,9 @@ pub(crate) struct Worker<T> {
     /// The live buffer's slots and `capacity - 1`.
     slots: Cell<*const AtomicPtr<T>>,
     mask: Cell<usize>,
+    /// The runtime's barrier mode: the owner's side of the pair (a copy of `inner.barrier`,
+    /// so that `pop` reads no shared line for it).
+    barrier: Barrier,
 }
 
 // SAFETY: moving the owner handle to another thread is fine (a worker's deque is created on
@@ -181,14 +187,21 @@ impl<T> std::fmt::Debug for Stealer<T> {
     }
 }
 
-/// A new, empty deque: the owner's handle and a thief's handle.
+/// A new, empty deque with symmetric barriers: the owner's handle and a thief's handle.
+#[allow(dead_code)] // The tests and the models; runtimes use `with_barrier`.
 pub(crate) fn new<T>() -> (Worker<T>, Stealer<T>) {
+    with_barrier(Barrier::SYMMETRIC)
+}
+
+/// A new, empty deque whose owner and thieves order themselves with `barrier`.
+pub(crate) fn with_barrier<T>(barrier: Barrier) -> (Worker<T>, Stealer<T>) {
     let buffer = Buffer::alloc(INITIAL_CAPACITY);
     let inner = Arc::new(Inner {
         top: CachePadded::new(AtomicIsize::new(0)),
         bottom: CachePadded::new(AtomicIsize::new(0)),
         buffer: CachePadded::new(AtomicPtr::new(buffer)),
         retired: Mutex::new(Vec::new()),
+        barrier,
     });
     let worker = Worker {
         inner: inner.clone(),
@@ -196,6 +209,7 @@ pub(crate) fn new<T>() -> (Worker<T>, Stealer<T>) {
         top_seen: Cell::new(0),
         slots: Cell::new(std::ptr::null()),
         mask: Cell::new(0),
+        barrier,
     };
     worker.cache_buffer(buffer);
     (worker, Stealer { inner })
@@ -287,8 +301,8 @@ impl<T> Worker<T> {
         // Relaxed: the barrier below orders it; only this thread writes `bottom`.
         inner.bottom.store(b, Relaxed);
         // ...and make that reservation visible to any thief before we read `top`: pairs with
-        // `barrier::heavy` in `steal` (the store/load pair of Lê et al.'s `take`).
-        barrier::light();
+        // the heavy barrier of `steal` (the store/load pair of Lê et al.'s `take`).
+        self.barrier.light();
         // Acquire: ordered after the reservation by the barrier above; Acquire so that
         // `top_seen` carries the synchronization `push` relies on.
         let t = inner.top.load(Acquire);
@@ -351,8 +365,23 @@ impl<T> Worker<T> {
 }
 
 impl<T> Stealer<T> {
-    /// Takes the oldest item, if any.
+    /// Takes the oldest item, if any, paying a heavy barrier of its own.
+    #[allow(dead_code)] // The tests and the models; workers share barriers (`steal_begin`).
     pub(crate) fn steal(&self) -> Steal<NonNull<T>> {
+        let Some(t) = self.steal_begin() else {
+            return Steal::Empty;
+        };
+        self.inner.barrier.heavy();
+        self.steal_end(t)
+    }
+
+    /// The first half of a steal that shares its heavy barrier with steals from other
+    /// deques of the same runtime: a cheap look, then the load of `top`. `None` if the
+    /// deque looks empty. The caller must call [`Barrier::heavy`] (this deque's mode, see
+    /// [`Stealer::barrier`]) after `steal_begin` and before [`Stealer::steal_end`]: one heavy
+    /// barrier between the loads of `top` and `bottom` is all the algorithm asks of each
+    /// deque, and a barrier after several loads of `top` serves them all.
+    pub(crate) fn steal_begin(&self) -> Option<isize> {
         let inner = &*self.inner;
         // A cheap look first, so that thieves circling an empty deque pay no barrier.
         // Relaxed: a stale answer only delays the steal; sleepers recheck after their own
@@ -363,14 +392,18 @@ impl<T> Stealer<T> {
             .wrapping_sub(inner.top.load(Relaxed))
             <= 0
         {
-            return Steal::Empty;
+            return None;
         }
-
         // Acquire: pairs with the CAS of whichever thief (or owner) last moved `top`.
-        let t = inner.top.load(Acquire);
-        // Pairs with `barrier::light` in `pop`: after this, either we see the owner's
-        // reservation of the bottom item, or the owner sees our `top` (Lê et al.'s fence).
-        barrier::heavy();
+        Some(inner.top.load(Acquire))
+    }
+
+    /// The second half of a steal begun by [`Stealer::steal_begin`], which returned `t`,
+    /// after the caller's heavy barrier. That barrier pairs with the light barrier in `pop`:
+    /// either we see the owner's reservation of the bottom item, or the owner sees our `top`
+    /// (Lê et al.'s fence).
+    pub(crate) fn steal_end(&self, t: isize) -> Steal<NonNull<T>> {
+        let inner = &*self.inner;
         // Acquire: pairs with the Release store of `bottom` in `push`, publishing the slot.
         // (`--cfg magpie_loom_broken` weakens it to Relaxed: a negative control that the
         // loom models must catch, `loom_chase_lev::loom_push_pop_and_steal`.)
@@ -402,6 +435,11 @@ impl<T> Stealer<T> {
             // Unreachable: a claimed index below `bottom` always holds a pushed pointer.
             None => Steal::Retry,
         }
+    }
+
+    /// The barrier mode the deque was made with.
+    pub(crate) fn barrier(&self) -> Barrier {
+        self.inner.barrier
     }
 
     /// The number of items, approximately (it may be stale by the time it returns).

@@ -8,7 +8,8 @@ use std::ptr::NonNull;
 use super::chase_lev::{self, Steal};
 use super::test_items::{handles, leak_counted, reclaim, take, value, Counted, SetOnDrop};
 use crate::sync::atomic::*;
-use crate::sync::{barrier, Arc, AtomicBool, AtomicUsize};
+use crate::sync::barrier::Barrier;
+use crate::sync::{Arc, AtomicBool, AtomicUsize};
 
 /// Items pushed by each stress test; 10^6 takes too long unoptimised on a small machine.
 const STRESS_ITEMS: usize = if cfg!(debug_assertions) {
@@ -243,11 +244,11 @@ fn stress<F>(thieves: usize, items: usize, owner: F)
 where
     F: FnOnce(&chase_lev::Worker<AtomicUsize>, &[AtomicUsize]) -> usize,
 {
-    // Use the runtime's barrier mode (membarrier where the kernel has it).
-    barrier::init();
+    // The asymmetric mode where the kernel has it (membarrier); the loom models check the
+    // symmetric one.
     let taken: Vec<AtomicUsize> = (0..items).map(|_| AtomicUsize::new(0)).collect();
     let done = AtomicBool::new(false);
-    let (worker, stealer) = chase_lev::new::<AtomicUsize>();
+    let (worker, stealer) = chase_lev::with_barrier::<AtomicUsize>(Barrier::best_available());
 
     let stolen: usize = std::thread::scope(|s| {
         let thief_threads: Vec<_> = (0..thieves)

@@ -5,6 +5,7 @@ use std::io;
 use std::time::Duration;
 
 use super::Runtime;
+use crate::sync::barrier::BarrierMode;
 
 /// The most workers one runtime may have (the sleep protocol counts them in 32-bit fields;
 /// this is far beyond any machine's useful thread count).
@@ -64,6 +65,7 @@ pub struct Builder {
     pub(super) trace_capacity: Option<usize>,
     pub(super) poll_time_histogram: bool,
     pub(super) park_safety_net: Option<Duration>,
+    pub(super) barrier: Option<BarrierMode>,
 }
 
 impl Builder {
@@ -279,6 +281,34 @@ impl Builder {
         self
     }
 
+    /// How the workers order their work-stealing deques and their sleep protocol against
+    /// each other (see [`BarrierMode`]). The default, [`BarrierMode::Auto`], picks the
+    /// asymmetric mode (a compiler fence on every published `join`, a `membarrier` system
+    /// call on every steal and park) on up to
+    /// [`AUTO_ASYMMETRIC_MAX_CPUS`](crate::AUTO_ASYMMETRIC_MAX_CPUS) CPUs, where steals are
+    /// rare and each `membarrier` interrupts few CPUs, and the symmetric one
+    /// (`fence(SeqCst)` on both sides) above. Without a mode set here, the environment
+    /// variable `MAGPIE_BARRIER` (`auto`, `asymmetric`, `symmetric`) chooses; another value
+    /// makes [`Builder::build`] fail with [`BuildError::InvalidBarrierEnv`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use magpie::BarrierMode;
+    ///
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(2)
+    ///     .barrier(BarrierMode::Symmetric)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(rt.barrier_mode(), BarrierMode::Symmetric);
+    /// assert_eq!(magpie::join(|| 1, || 2), (1, 2));
+    /// ```
+    pub fn barrier(mut self, mode: BarrierMode) -> Builder {
+        self.barrier = Some(mode);
+        self
+    }
+
     /// Starts the workers.
     ///
     /// # Errors
@@ -375,6 +405,19 @@ impl Builder {
     /// be, before [`Runtime::start`] asks.
     pub(super) fn resolved_worker_threads(&self) -> usize {
         self.worker_threads.unwrap_or_else(available_parallelism)
+    }
+
+    /// The barrier mode asked for: as set, else `MAGPIE_BARRIER`, else `Auto`.
+    pub(super) fn resolved_barrier(&self) -> Result<BarrierMode, BuildError> {
+        if let Some(mode) = self.barrier {
+            return Ok(mode);
+        }
+        match std::env::var("MAGPIE_BARRIER") {
+            Ok(value) => BarrierMode::parse(&value).ok_or(BuildError::InvalidBarrierEnv {
+                value: value.chars().take(40).collect(),
+            }),
+            Err(_) => Ok(BarrierMode::Auto),
+        }
     }
 
     /// Whether tracing is on: as set, else `MAGPIE_TRACE=1`.
@@ -481,6 +524,12 @@ pub enum BuildError {
     /// The OS refused to create the I/O driver (an epoll instance and its wakeup
     /// descriptor): typically the process is out of file descriptors.
     Io(io::Error),
+    /// No barrier mode was set and the environment variable `MAGPIE_BARRIER` is not one of
+    /// `auto`, `asymmetric`, `symmetric` (see [`Builder::barrier`]).
+    InvalidBarrierEnv {
+        /// The variable's value (its first 40 characters).
+        value: String,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -510,6 +559,10 @@ impl fmt::Display for BuildError {
                 f.write_str("the global runtime has already been initialized")
             }
             BuildError::Io(source) => write!(f, "could not create the I/O driver: {source}"),
+            BuildError::InvalidBarrierEnv { value } => write!(
+                f,
+                "MAGPIE_BARRIER is {value:?}; use auto, asymmetric or symmetric"
+            ),
             BuildError::InvalidThreadName => f.write_str("thread names may not contain NUL bytes"),
             BuildError::ZeroBlockingThreads => {
                 f.write_str("the blocking pool needs at least one thread")

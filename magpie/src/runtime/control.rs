@@ -56,6 +56,7 @@ impl Runtime {
             // Relaxed: statistics.
             tasks_spawned_remote: registry.tasks_spawned_remote.load(Relaxed),
             remote_schedules: registry.remote_schedules.load(Relaxed),
+            barrier_mode: registry.sleep.barrier().mode(),
             inject_lock_acquisitions: registry.inject.lock_acquisitions()
                 + registry.task_inject.lock_acquisitions(),
             poll_time_histogram_enabled: registry.poll_time_histogram,
@@ -63,6 +64,23 @@ impl Runtime {
             trace_events: registry.traces.iter().flatten().map(|r| r.recorded()).sum(),
             uptime_ns,
         }
+    }
+
+    /// The barrier mode the workers use: [`BarrierMode::Asymmetric`](crate::BarrierMode::Asymmetric) or
+    /// [`BarrierMode::Symmetric`](crate::BarrierMode::Symmetric), as [`Builder::barrier`](crate::Builder::barrier) (or
+    /// `MAGPIE_BARRIER`, or the cost model of [`BarrierMode::Auto`](crate::BarrierMode::Auto)) chose it, and as this
+    /// machine allows.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use magpie::BarrierMode;
+    ///
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// assert_ne!(rt.barrier_mode(), BarrierMode::Auto);
+    /// ```
+    pub fn barrier_mode(&self) -> crate::BarrierMode {
+        self.registry.sleep.barrier().mode()
     }
 
     /// The number of workers taking work now.

@@ -22,8 +22,9 @@ pub use global::try_default_runtime;
 
 use crate::queue::{chase_lev, local};
 use crate::sync::atomic::*;
+use crate::sync::barrier::Barrier;
 use crate::sync::thread::{self, JoinHandle as ThreadHandle};
-use crate::sync::{barrier, lock, wait_until, Condvar, Mutex, StaticAtomicUsize};
+use crate::sync::{lock, wait_until, Condvar, Mutex, StaticAtomicUsize};
 use crate::task::closure::Closure;
 use crate::task::JoinHandle;
 use blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
@@ -158,10 +159,12 @@ impl Runtime {
         let stack_size = builder.checked_stack_size()?;
         // Checked here: rounding `usize::MAX` up to a power of two panics.
         let trace_capacity = builder.checked_trace_capacity()?;
-        // Before any worker can run a light barrier (sync/barrier.rs).
-        barrier::init();
+        // Before any worker can run a light barrier (sync/barrier.rs): the registration for
+        // `membarrier`, if the asymmetric mode is chosen, happens here.
+        let barrier = Barrier::resolve(builder.resolved_barrier()?, n);
 
-        let (owners, stealers): (Vec<_>, Vec<_>) = (0..n).map(|_| chase_lev::new()).unzip();
+        let (owners, stealers): (Vec<_>, Vec<_>) =
+            (0..n).map(|_| chase_lev::with_barrier(barrier)).unzip();
         let (rings, ring_stealers): (Vec<_>, Vec<_>) = (0..n).map(|_| local::local()).unzip();
         let id = NEXT_ID.fetch_add(1, Relaxed);
         let blocking = BlockingPool::new(
@@ -177,6 +180,7 @@ impl Runtime {
                 .resolved_trace()
                 .then(|| trace_capacity.unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)),
             poll_time_histogram: builder.poll_time_histogram,
+            barrier,
             park_safety_net: (!cfg!(loom))
                 .then(|| builder.park_safety_net.unwrap_or(worker::PARK_SAFETY_NET)),
         };

@@ -113,6 +113,7 @@ pub(crate) struct Options {
     /// Events per worker ring, if tracing is on.
     pub(crate) trace_capacity: Option<usize>,
     pub(crate) poll_time_histogram: bool,
+    pub(crate) barrier: crate::sync::barrier::Barrier,
     pub(crate) park_safety_net: Option<std::time::Duration>,
 }
 
@@ -151,7 +152,7 @@ impl Registry {
                     })
                 })
                 .collect(),
-            sleep: Sleep::with_driver(n, driver_unpark),
+            sleep: Sleep::with_driver(n, driver_unpark, options.barrier),
             owned: OwnedTasks::new(n),
             timers: Driver::new(),
             #[cfg(not(loom))]

@@ -186,7 +186,7 @@ impl Pool {
                 self.sleep.wake_free_cold();
             }
             if self.sleep.park(index, None) == Wake::Searching && self.sleep.stop_searching() {
-                barrier::heavy();
+                self.sleep.barrier().heavy();
                 if self.has_jobs() {
                     self.sleep.notify_task();
                 }

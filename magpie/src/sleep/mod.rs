@@ -30,7 +30,8 @@ pub(crate) enum Wake {
 }
 
 use crate::sync::atomic::*;
-use crate::sync::{barrier, AtomicU64};
+use crate::sync::barrier::Barrier;
+use crate::sync::AtomicU64;
 use crate::util::CachePadded;
 
 const SEARCHING_ONE: u64 = 1;
@@ -65,6 +66,9 @@ pub(crate) struct Sleep {
     /// driver"); `None` without a driver to park in.
     driver_unpark: Option<DriverUnpark>,
     num_workers: usize,
+    /// The runtime's barrier mode (`sync/barrier.rs`): light on the publishers' side, heavy
+    /// on the parkers'.
+    barrier: Barrier,
 }
 
 impl std::fmt::Debug for Sleep {
@@ -81,12 +85,16 @@ impl Sleep {
     /// A coordinator for `num_workers` workers, all counted as unparked and not searching.
     #[allow(dead_code)] // The tests and the models; runtimes use `with_driver`.
     pub(crate) fn new(num_workers: usize) -> Sleep {
-        Sleep::with_driver(num_workers, None)
+        Sleep::with_driver(num_workers, None, Barrier::SYMMETRIC)
     }
 
     /// As [`Sleep::new`], for a runtime whose driver-holder parks in the driver: `unpark`
     /// ends that wait (`parker.rs`, "Parking in the driver").
-    pub(crate) fn with_driver(num_workers: usize, unpark: Option<DriverUnpark>) -> Sleep {
+    pub(crate) fn with_driver(
+        num_workers: usize,
+        unpark: Option<DriverUnpark>,
+        barrier: Barrier,
+    ) -> Sleep {
         assert!(
             num_workers > 0 && num_workers < (1 << 31),
             "worker count out of range"
@@ -104,6 +112,7 @@ impl Sleep {
                 .collect(),
             driver_unpark: unpark,
             num_workers,
+            barrier,
         }
     }
 
@@ -147,9 +156,9 @@ impl Sleep {
     /// compare; the cold path runs only when a worker is actually asleep.
     #[inline]
     pub(crate) fn notify_work(&self) {
-        // Order the publication before the load of `state`: pairs with `barrier::heavy` in
+        // Order the publication before the load of `state`: pairs with the heavy barrier in
         // `register_parked` (the sleeper's recheck).
-        barrier::light();
+        self.barrier.light();
         // Acquire: if we read a parker's decrement (R2), pairs with that RMW so that the idle
         // bit it set just before is visible to our scan in `wake_any_cold`. (Free on x86.)
         let state = self.state.load(Acquire);
@@ -170,7 +179,7 @@ impl Sleep {
     #[inline]
     pub(crate) fn notify_task(&self) {
         // As in `notify_work`.
-        barrier::light();
+        self.barrier.light();
         // Acquire: as in `notify_work`.
         let state = self.state.load(Acquire);
         if state != self.saturated_state() {
@@ -277,7 +286,7 @@ impl Sleep {
         // Pairs with `barrier::light` in `notify_work` and in the deque's `pop`: after this,
         // the caller's recheck sees every job published before a publisher's barrier that
         // did not see our decrement.
-        barrier::heavy();
+        self.barrier.heavy();
         searching && prev.searching() == 1
     }
 
@@ -329,6 +338,12 @@ impl Sleep {
         let parker = &self.parkers[worker];
         parker.park(timeout);
         parker.take_plain();
+    }
+
+    /// The barrier mode of the runtime (for the callers' own heavy barriers, which must pair
+    /// with the same light barriers).
+    pub(crate) fn barrier(&self) -> Barrier {
+        self.barrier
     }
 
     #[allow(dead_code)]

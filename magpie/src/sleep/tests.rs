@@ -329,11 +329,11 @@ fn ping_pong_never_loses_a_wakeup() {
     } else {
         100_000
     };
-    // The runtime's barrier mode: membarrier on the parking side where the kernel has it.
-    barrier::init();
-    for workers in [1, 2, 3] {
+    // Both barrier modes: membarrier on the parking side where the kernel has it.
+    let modes = [Barrier::SYMMETRIC, Barrier::best_available()];
+    for (workers, barrier) in [1, 2, 3].into_iter().flat_map(|w| modes.map(|b| (w, b))) {
         let pool = PingPong {
-            sleep: Sleep::new(workers),
+            sleep: Sleep::with_driver(workers, None, barrier),
             pending: AtomicUsize::new(0),
             executed: AtomicUsize::new(0),
             done: AtomicBool::new(false),

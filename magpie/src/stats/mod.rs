@@ -485,6 +485,8 @@ pub struct Stats {
     /// Times a thread took the lock of a global inject queue (jobs or tasks), to push or
     /// to pop. Pops skip an empty queue without the lock.
     pub inject_lock_acquisitions: u64,
+    /// The barrier mode the workers use (see [`Runtime::barrier_mode`](crate::Runtime::barrier_mode)).
+    pub barrier_mode: crate::BarrierMode,
     /// Whether the poll-time histogram is being recorded.
     pub poll_time_histogram_enabled: bool,
     /// The lower bound of each histogram bucket in nanoseconds: 0, 256, 512, 1024, …; a

@@ -254,7 +254,7 @@ impl<'w> IdleLoop<'w> {
     pub(super) fn shed_searching(&mut self) {
         let registry = &*self.worker.registry;
         if registry.sleep.stop_searching() {
-            crate::sync::barrier::heavy();
+            registry.sleep.barrier().heavy();
             if registry.has_visible_jobs() {
                 registry.sleep.notify_work();
             }

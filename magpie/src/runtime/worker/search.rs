@@ -42,8 +42,9 @@ impl WorkerThread {
     }
 
     /// One pass over every other worker: those of this worker's steal group first, then the
-    /// others, each part from a random place. From each victim: its deque's oldest job, then
-    /// (with `tasks`) half of its ring, its mailbox, and (with `lifo`) its LIFO slot.
+    /// others, each part from a random place. First the oldest job of any victim's deque,
+    /// then (with `tasks`) from each victim half of its ring, its mailbox, and (with `lifo`)
+    /// its LIFO slot.
     ///
     /// Workers switched off by `set_active_workers` are victims too. One may still be running
     /// the closure it had when it was switched off, with jobs and tasks queued behind it that
@@ -53,34 +54,14 @@ impl WorkerThread {
     /// `Registry::has_visible_jobs`/`has_visible_tasks` count (every queue) equal to what a
     /// searcher may take, which the sleep protocol's recheck relies on (R5).
     pub(super) fn steal(&self, lifo: bool, tasks: bool) -> Option<Work> {
-        for (victims, near) in [(&*self.victims_near, true), (&*self.victims_far, false)] {
-            if victims.is_empty() {
-                continue;
-            }
-            let mut rng = self.rng.get();
-            let start = rng.below(victims.len() as u32) as usize;
-            self.rng.set(rng);
-            for offset in 0..victims.len() {
-                let victim = victims[(start + offset) % victims.len()];
-                if let Some((work, count)) = self.steal_from(victim, lifo, tasks) {
-                    let counters = &self.counters;
-                    bump(if near {
-                        &counters.steals_in_group
-                    } else {
-                        &counters.steals_across_groups
-                    });
-                    if let Some(trace) = self.tracer() {
-                        let kind = match work {
-                            Work::Job(_) => Kind::StealJobs,
-                            Work::Task(_) => Kind::StealTasks,
-                        };
-                        trace.record(
-                            self.registry.uptime_ns(),
-                            kind,
-                            (victim as u64) << 32 | count,
-                        );
-                    }
-                    return Some(work);
+        let order = self.victim_order();
+        if let Some(found) = self.steal_job(&order) {
+            return Some(found);
+        }
+        if tasks {
+            for (victim, near) in order.iter() {
+                if let Some((work, count)) = self.steal_tasks_from(victim, lifo) {
+                    return Some(self.stolen(victim, near, work, count));
                 }
             }
         }
@@ -88,25 +69,110 @@ impl WorkerThread {
         None
     }
 
-    /// Tries to take work from one victim; returns it and how many items moved.
-    pub(super) fn steal_from(&self, victim: usize, lifo: bool, tasks: bool) -> Option<(Work, u64)> {
+    /// The victims of one pass, in order: this worker's group from a random place, then the
+    /// others from a random place.
+    fn victim_order(&self) -> VictimOrder<'_> {
+        let mut rng = self.rng.get();
+        let mut start = |victims: &[usize]| {
+            if victims.is_empty() {
+                0
+            } else {
+                rng.below(victims.len() as u32) as usize
+            }
+        };
+        let order = VictimOrder {
+            near: &self.victims_near,
+            near_start: start(&self.victims_near),
+            far: &self.victims_far,
+            far_start: start(&self.victims_far),
+        };
+        self.rng.set(rng);
+        order
+    }
+
+    /// Takes the oldest job of the first victim that has one, paying one heavy barrier for
+    /// up to [`STEAL_BATCH`] victims instead of one per victim (or per attempt): the deque's
+    /// steal needs a barrier between its loads of `top` and `bottom`, and one barrier after
+    /// the loads of `top` of several deques serves them all (`Stealer::steal_begin`).
+    fn steal_job(&self, order: &VictimOrder<'_>) -> Option<Work> {
         let registry = &*self.registry;
         let counters = &self.counters;
+        let mut begun = [(0usize, false, 0isize); STEAL_BATCH];
         loop {
-            match registry.stealers[victim].steal() {
-                Steal::Success(ptr) => {
-                    bump(&counters.steal_attempts);
-                    bump(&counters.jobs_stolen);
-                    // SAFETY: only `JobRef::as_ptr` values are pushed.
-                    return Some((Work::Job(unsafe { JobRef::from_ptr(ptr) }), 1));
+            let mut lost_race = false;
+            let mut victims = order.iter().peekable();
+            while victims.peek().is_some() {
+                // The victims whose deques look non-empty, and their `top`s.
+                let mut n = 0;
+                for (victim, near) in victims.by_ref() {
+                    if let Some(top) = registry.stealers[victim].steal_begin() {
+                        begun[n] = (victim, near, top);
+                        n += 1;
+                        if n == STEAL_BATCH {
+                            break;
+                        }
+                    }
                 }
-                Steal::Empty => break,
-                Steal::Retry => bump(&counters.steal_attempts),
+                if n == 0 {
+                    break;
+                }
+                // The deques and the sleep coordinator share the runtime's mode.
+                debug_assert_eq!(
+                    registry.stealers[begun[0].0].barrier(),
+                    registry.sleep.barrier()
+                );
+                registry.sleep.barrier().heavy();
+                for &(victim, near, top) in &begun[..n] {
+                    match registry.stealers[victim].steal_end(top) {
+                        Steal::Success(ptr) => {
+                            bump(&counters.steal_attempts);
+                            bump(&counters.jobs_stolen);
+                            // SAFETY: only `JobRef::as_ptr` values are pushed.
+                            let job = unsafe { JobRef::from_ptr(ptr) };
+                            return Some(self.stolen(victim, near, Work::Job(job), 1));
+                        }
+                        Steal::Empty => {}
+                        Steal::Retry => {
+                            bump(&counters.steal_attempts);
+                            lost_race = true;
+                        }
+                    }
+                }
             }
+            if !lost_race {
+                return None;
+            }
+            // Another thief (or the owner) took a job we aimed at: the deque may hold more.
         }
-        if !tasks {
-            return None;
+    }
+
+    /// Counts and traces a successful steal from `victim`; returns the work.
+    fn stolen(&self, victim: usize, near: bool, work: Work, count: u64) -> Work {
+        let counters = &self.counters;
+        bump(if near {
+            &counters.steals_in_group
+        } else {
+            &counters.steals_across_groups
+        });
+        if let Some(trace) = self.tracer() {
+            let kind = match work {
+                Work::Job(_) => Kind::StealJobs,
+                Work::Task(_) => Kind::StealTasks,
+            };
+            trace.record(
+                self.registry.uptime_ns(),
+                kind,
+                (victim as u64) << 32 | count,
+            );
         }
+        work
+    }
+
+    /// Tries to take tasks from one victim: half its ring, else its mailbox, else (with
+    /// `lifo`) its LIFO slot. Returns the first task and how many moved.
+    fn steal_tasks_from(&self, victim: usize, lifo: bool) -> Option<(Work, u64)> {
+        let registry = &*self.registry;
+        let counters = &self.counters;
         let slots = &registry.task_slots[victim];
         if !slots.ring.is_empty() {
             let before = self.ring.len();
@@ -134,5 +200,29 @@ impl WorkerThread {
             }
         }
         None
+    }
+}
+
+/// Victims whose deques one heavy barrier serves (`steal_job`). A pass over more workers
+/// than this pays one barrier per this many non-empty deques.
+const STEAL_BATCH: usize = 32;
+
+/// The order of one pass over the victims (`WorkerThread::victim_order`).
+struct VictimOrder<'a> {
+    near: &'a [usize],
+    near_start: usize,
+    far: &'a [usize],
+    far_start: usize,
+}
+
+impl VictimOrder<'_> {
+    /// Each victim once, with whether it is in this worker's steal group.
+    fn iter(&self) -> impl Iterator<Item = (usize, bool)> + '_ {
+        fn rotate(victims: &[usize], start: usize) -> impl Iterator<Item = usize> + '_ {
+            (0..victims.len()).map(move |offset| victims[(start + offset) % victims.len()])
+        }
+        rotate(self.near, self.near_start)
+            .map(|victim| (victim, true))
+            .chain(rotate(self.far, self.far_start).map(|victim| (victim, false)))
     }
 }
