@@ -468,7 +468,7 @@ fn child_barrier_mode() {
     let built = Runtime::builder().worker_threads(2).build();
     match expected.as_str() {
         "error" => {
-            let err = built.err().expect("a bad MAGPIE_BARRIER must fail the build");
+            let err = built.expect_err("a bad MAGPIE_BARRIER must fail the build");
             assert!(matches!(err, magpie::BuildError::InvalidBarrierEnv { .. }));
             assert!(err.to_string().contains("MAGPIE_BARRIER"), "{err}");
         }

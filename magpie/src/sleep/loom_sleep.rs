@@ -421,7 +421,7 @@ fn with_driver_pool(f: impl FnOnce(&Arc<DriverPool>)) {
         Box::new(move || poller.unpark())
     };
     let shared = ManuallyDrop::new(Arc::new((
-        Sleep::with_driver(1, Some(unpark)),
+        Sleep::with_driver(1, Some(unpark), Barrier::SYMMETRIC),
         poller,
         AtomicBool::new(false),
     )));

@@ -150,6 +150,33 @@ impl Sleep {
         prev.searching() == 1
     }
 
+    /// The last searcher found work (R3): publishers that saw it searching woke nobody, so it
+    /// wakes a worker for what they published, if anything is left.
+    ///
+    /// In the symmetric mode the heavy barrier is one fence, far cheaper than a wake: it pairs
+    /// with the publishers' light barriers, so `jobs` and `tasks` (loads of every queue) see
+    /// whatever a publisher that skipped its wake because of us pushed, and a worker is woken
+    /// only for work that is there. In the asymmetric mode it would be a `membarrier`, which
+    /// costs about what the wake it might save does, so we wake as if we had published, as
+    /// tokio does. Either way one worker at most: the one woken applies R3 in turn if it
+    /// finds work while it is the last searcher, so wakes chain only while work is left.
+    pub(crate) fn last_searcher_found_work(
+        &self,
+        jobs: impl FnOnce() -> bool,
+        tasks: impl FnOnce() -> bool,
+    ) {
+        if self.barrier.is_asymmetric() {
+            self.notify_work();
+            return;
+        }
+        self.barrier.heavy();
+        if jobs() {
+            self.notify_work();
+        } else if tasks() {
+            self.notify_task();
+        }
+    }
+
     /// Called after publishing work: wakes one parked worker if nobody is searching (R1).
     ///
     /// The cost on the hot path is one compiler fence (asymmetric mode), one load and a

@@ -232,6 +232,11 @@ impl Barrier {
         Barrier::resolve(BarrierMode::Asymmetric, 1)
     }
 
+    /// Whether the heavy side is a `membarrier` (and the light side a compiler fence).
+    pub(crate) fn is_asymmetric(self) -> bool {
+        self.asymmetric
+    }
+
     /// [`BarrierMode::Asymmetric`] or [`BarrierMode::Symmetric`].
     pub(crate) fn mode(self) -> BarrierMode {
         if self.asymmetric {

@@ -71,6 +71,10 @@ pub(crate) mod atomic {
     pub(crate) use loom::sync::atomic::{fence, Ordering::*};
     #[cfg(shuttle)]
     pub(crate) use shuttle::sync::atomic::{fence, Ordering::*};
+    // The checkers' runtimes are always symmetric: the asymmetric mode's compiler fence only
+    // has to compile there.
+    #[cfg(any(loom, shuttle))]
+    pub(crate) use std::sync::atomic::compiler_fence;
     #[cfg(not(any(loom, shuttle)))]
     pub(crate) use std::sync::atomic::{compiler_fence, fence, Ordering::*};
 }

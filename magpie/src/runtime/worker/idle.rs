@@ -90,7 +90,7 @@ impl<'w> IdleLoop<'w> {
     }
 
     /// Work was found: stop searching, and if we were the last searcher, wake another
-    /// worker, since where there was one job there may be more (R3).
+    /// worker if work is left for it (R3).
     pub(super) fn found_work(&mut self) {
         self.rounds = 0;
         self.worked = true;
@@ -104,8 +104,12 @@ impl<'w> IdleLoop<'w> {
         }
         if self.searching {
             self.searching = false;
-            if self.worker.registry.sleep.stop_searching() {
-                self.worker.registry.sleep.notify_work();
+            let registry = &*self.worker.registry;
+            if registry.sleep.stop_searching() {
+                registry.sleep.last_searcher_found_work(
+                    || registry.has_visible_jobs(),
+                    || registry.has_visible_tasks(),
+                );
             }
         }
     }
