@@ -5,8 +5,11 @@
 //! ```text
 //! cargo run --release -p magpie-bench -- fork-join [--workers N] [--samples K] [--quick]
 //! cargo run --release -p magpie-bench -- idle [--workers N] [--reps R] [--pending-timers N]
-//! cargo run --release -p magpie-bench -- scale --workers 1,2,4,8,16 [--quick]
+//! cargo run --release -p magpie-bench -- scale [--workers 1,2,4,8,16] [--quick]
+//!                                              [--only fork-join,iter,async,task-pool]
+//!                                              [--json PATH]
 //! cargo run --release -p magpie-bench -- async [--workers N] [--samples K] [--quick]
+//! cargo run --release -p magpie-bench -- iter [--workers N] [--only sum,sort,...] [--quick]
 //! cargo run --release -p magpie-bench -- net [--rows echo,hello,mixed,blocked,idle-conns]
 //!                                            [--secs S] [--conns 1,64,512]
 //!                                            [--idle-conns 10000] [--json PATH]
@@ -14,6 +17,19 @@
 //!
 //! The report goes to stdout as markdown (ready for BENCHMARKS.md), progress to stderr, and
 //! `--json PATH` writes the raw samples.
+//!
+//! `scale` is the scaling table in one command: every row of `fork-join` (plus `tree_sum`
+//! on a post-order tree), `iter` (with `par_sort_unstable` and `par_iter().sum()` listed
+//! under fork-join), the five scheduler rows of `async`, and the task pool on `magpie
+//! scale`'s three patterns (against rayon, tokio and async-executor, with efficiency and
+//! load balance), each at every worker count against the same peers as in its own
+//! subcommand. Beside each magpie time it prints what the samples did inside the runtime
+//! that ran them (medians per sample of the difference of `Runtime::stats()` before and
+//! after, the pool idle again): steals, failed steal searches, steal attempts, heavy
+//! barriers (`membarrier` calls) and heavy barriers per steal, parks, unparks, spawns and
+//! unparks per spawn, inject-queue lock acquisitions. The default worker counts are 1, 2, 4,
+//! ... below the CPU count, then the CPU count; `--quick` (5 samples, 2,000 tasks per
+//! task-pool row) takes a few minutes at `--workers 1,2` on two CPUs. See `scale.rs`.
 
 mod async_rows;
 mod fork_join;
@@ -48,11 +64,13 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// fib, tree_sum and quicksort with every implementation at one worker count.
+    /// fib, tree_sum (`--only tree-postorder` for the post-order tree) and quicksort with
+    /// every implementation at one worker count.
     ForkJoin(ForkJoinArgs),
     /// CPU time each pool burns in the second after its work ends.
     Idle(IdleArgs),
-    /// The fork-join workloads at several worker counts, with speedups over sequential.
+    /// Every row (fork-join, iter, async, task pool) at several worker counts against its
+    /// peers, with magpie's steal, park and barrier counts beside its times.
     Scale(ScaleArgs),
     /// Spawning, waking and yielding async tasks (tokio's scheduler benchmarks), and async
     /// tasks that run fork-join work.
@@ -318,6 +336,8 @@ impl Sizes {
 struct MachineInfo {
     cpu: String,
     cpus: usize,
+    /// The cargo profile of this binary (`release`, `release-lto`, ...).
+    profile: String,
     kernel: String,
     date: String,
     command: String,
@@ -353,6 +373,7 @@ impl MachineInfo {
         MachineInfo {
             cpu,
             cpus,
+            profile: build_profile(),
             kernel,
             date,
             command,
@@ -374,6 +395,7 @@ impl MachineInfo {
         println!("## magpie-bench {title}\n");
         println!("- CPU: {} ({} logical CPUs available)", self.cpu, self.cpus);
         println!("- kernel: Linux {}", self.kernel);
+        println!("- build profile: {}", self.profile);
         println!("- date: {}", self.date);
         println!("- command: `{}`", self.command);
         println!("- load average at start: {}", load_average());
@@ -388,11 +410,27 @@ impl MachineInfo {
         json::object(&[
             ("cpu", json::string(&self.cpu)),
             ("logical_cpus", self.cpus.to_string()),
+            ("profile", json::string(&self.profile)),
             ("kernel", json::string(&self.kernel)),
             ("date", json::string(&self.date)),
             ("command", json::string(&self.command)),
         ])
     }
+}
+
+/// The cargo profile this binary was built with: the name of the directory it lies in
+/// (`target/<profile>/`, or `target/<profile>/deps/` for a test binary).
+fn build_profile() -> String {
+    let profile = std::env::current_exe().ok().and_then(|exe| {
+        let dir = exe.parent()?;
+        let dir = if dir.file_name()? == "deps" {
+            dir.parent()?
+        } else {
+            dir
+        };
+        Some(dir.file_name()?.to_string_lossy().into_owned())
+    });
+    profile.unwrap_or_else(|| "unknown".to_owned())
 }
 
 /// The 1, 5 and 15 minute load averages, from `/proc/loadavg`.
