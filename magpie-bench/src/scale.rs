@@ -263,7 +263,7 @@ fn measure_point<C: Contender>(
 ) -> Point {
     let mut counts = CountSummary::default();
     let label = format!("{}: {row} ({workers} workers)", group.name());
-    let results = measure_rounds(&label, impls, cfg.warmup, cfg.samples, |imp, timed| {
+    let mut results = measure_rounds(&label, impls, cfg.warmup, cfg.samples, |imp, timed| {
         if !imp.is_magpie() {
             return sample(imp, timed);
         }
@@ -275,7 +275,6 @@ fn measure_point<C: Contender>(
         }
         elapsed
     });
-    let mut results: Vec<(C, Vec<Duration>)> = results;
     // Stable: the peers keep their order.
     results.sort_by_key(|(imp, _)| !imp.is_magpie());
     Point {
