@@ -65,7 +65,7 @@ use futures::channel::oneshot;
 use futures::executor::ThreadPool;
 
 use crate::fork_join::fib;
-use crate::harness::{fmt_ms, json, markdown_table, median, ms, progress, rotation, samples_json};
+use crate::harness::{fmt_ms, json, markdown_table, measure_rounds, median, ms, samples_json};
 use crate::pools::{MagpieFork, RayonFork};
 
 /// Tasks spawned by `spawn_many_local` and `spawn_many_remote` (tokio's `NUM_SPAWN`).
@@ -347,8 +347,33 @@ impl AsyncPools {
         }
     }
 
+    /// The worker count every runtime and pool was built with.
+    pub(crate) fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// The magpie runtime.
+    pub(crate) fn magpie(&self) -> &magpie::Runtime {
+        &self.magpie.0
+    }
+
+    /// The tokio runtime.
+    pub(crate) fn tokio(&self) -> &tokio::runtime::Runtime {
+        &self.tokio
+    }
+
+    /// The async-executor (run by its N threads).
+    pub(crate) fn executor(&self) -> &Executor<'static> {
+        &self.executor.exec.0
+    }
+
+    /// The rayon pool (the fork-join half of `tokio+rayon`).
+    pub(crate) fn rayon(&self) -> &rayon::ThreadPool {
+        &self.rayon
+    }
+
     /// Runs `row` once with `imp` and returns the time the workload took.
-    fn sample(&self, row: Row, imp: AsyncImpl) -> Duration {
+    pub(crate) fn sample(&self, row: Row, imp: AsyncImpl) -> Duration {
         let tokio = TokioExec(self.tokio.handle().clone());
         // Each row is generic over `Exec`; this picks the instance.
         macro_rules! with_exec {
@@ -421,7 +446,7 @@ impl Row {
     }
 
     /// One line on what the row does, for the table's heading.
-    fn describe(self) -> String {
+    pub(crate) fn describe(self) -> String {
         match self {
             Row::SpawnManyLocal => format!("{NUM_SPAWN} tasks spawned from a task"),
             Row::SpawnManyRemote => format!("{NUM_SPAWN} tasks spawned from outside"),
@@ -450,7 +475,7 @@ impl Row {
     }
 
     /// The implementations that take part in this row.
-    fn impls(self) -> &'static [AsyncImpl] {
+    pub(crate) fn impls(self) -> &'static [AsyncImpl] {
         match self {
             Row::Mixed => &[AsyncImpl::Magpie, AsyncImpl::TokioRayon],
             _ => &[
@@ -464,7 +489,7 @@ impl Row {
 }
 
 /// Waits for the next completion signal on `rx`; panics naming `row` after [`WAIT_LIMIT`].
-fn wait<T>(rx: &Receiver<T>, row: &str) -> T {
+pub(crate) fn wait<T>(rx: &Receiver<T>, row: &str) -> T {
     match rx.recv_timeout(WAIT_LIMIT) {
         Ok(value) => value,
         Err(err) => panic!("{row}: no completion signal within {WAIT_LIMIT:?} ({err})"),
@@ -744,30 +769,10 @@ pub(crate) fn measure_row(
     if impls.is_empty() {
         return None;
     }
-    let started = Instant::now();
-    progress(format_args!(
-        "{} ({} workers): {warmup} warm-up + {samples} rounds ",
-        row.name(),
-        pools.workers
-    ));
-    for round in 0..warmup {
-        for imp in rotation(&impls, round) {
-            pools.sample(row, imp);
-        }
-    }
-    let mut results: Vec<(AsyncImpl, Vec<Duration>)> = impls
-        .iter()
-        .map(|&imp| (imp, Vec::with_capacity(samples)))
-        .collect();
-    for round in 0..samples {
-        for (k, imp) in rotation(&impls, round).enumerate() {
-            let elapsed = pools.sample(row, imp);
-            let slot = (round + k) % impls.len();
-            results[slot].1.push(elapsed);
-        }
-        progress(format_args!("."));
-    }
-    progress(format_args!(" {:.1} s\n", started.elapsed().as_secs_f64()));
+    let label = format!("{} ({} workers)", row.name(), pools.workers);
+    let results = measure_rounds(&label, &impls, warmup, samples, |imp, _| {
+        pools.sample(row, imp)
+    });
     Some(RowMeasurement {
         row,
         workers: pools.workers,

@@ -1,5 +1,5 @@
-//! The fork-join workloads: `fib`, `tree_sum` and `quicksort`, each written once and
-//! generic over the join ([`Fork`]).
+//! The fork-join workloads: `fib`, `tree_sum` (on a tree in level order or in post-order)
+//! and `quicksort`, each written once and generic over the join ([`Fork`]).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -145,6 +145,25 @@ impl Node {
         nodes[0].take()
     }
 
+    /// A balanced tree of `2^depth - 1` nodes with pseudo-random values below 2^20, built by
+    /// plain recursion: both subtrees, then their parent.
+    ///
+    /// The nodes are thus allocated in post-order, the layout a user's recursive builder
+    /// gives. Read backwards, memory holds the nodes in the order a right-child-first
+    /// traversal visits them (see [`balanced`](Self::balanced) for why that flatters chili).
+    pub(crate) fn post_order(depth: u32, rng: &mut XorShift64) -> Option<Box<Node>> {
+        if depth == 0 {
+            return None;
+        }
+        let left = Node::post_order(depth - 1, rng);
+        let right = Node::post_order(depth - 1, rng);
+        Some(Box::new(Node {
+            value: rng.next_u64() >> 44,
+            left,
+            right,
+        }))
+    }
+
     /// The number of nodes, counted sequentially.
     #[cfg(test)]
     fn count(&self) -> usize {
@@ -185,25 +204,42 @@ impl Task for TreeSumTask<'_> {
     }
 }
 
+/// The order in which a `tree_sum` tree's nodes lie in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TreeLayout {
+    /// [`Node::balanced`]: the same access pattern for left-first and right-first joins.
+    LevelOrder,
+    /// [`Node::post_order`]: what recursive construction gives.
+    PostOrder,
+}
+
 /// The `tree_sum` workload; the tree is built once when the workload is created.
 #[derive(Debug)]
 pub(crate) struct TreeSumWorkload {
     depth: u32,
+    layout: TreeLayout,
     root: Box<Node>,
     expected: u64,
 }
 
 impl TreeSumWorkload {
-    /// Builds a balanced tree of `2^depth - 1` nodes (untimed) and its reference sum.
-    pub(crate) fn new(depth: u32) -> TreeSumWorkload {
+    /// Builds a balanced tree of `2^depth - 1` nodes in `layout` (untimed) and its
+    /// reference sum.
+    pub(crate) fn new(depth: u32, layout: TreeLayout) -> TreeSumWorkload {
         assert!(depth >= 1, "the tree needs at least one level");
         let start = Instant::now();
         progress(format_args!("building a tree of 2^{depth} - 1 nodes... "));
-        let root = Node::balanced(depth, &mut XorShift64::new(0x7265_6573)).expect("depth >= 1");
+        let mut rng = XorShift64::new(0x7265_6573);
+        let root = match layout {
+            TreeLayout::LevelOrder => Node::balanced(depth, &mut rng),
+            TreeLayout::PostOrder => Node::post_order(depth, &mut rng),
+        }
+        .expect("depth >= 1");
         let expected = tree_sum::<crate::pools::SeqFork>(&mut (), &root);
         progress(format_args!("{:.1} s\n", start.elapsed().as_secs_f64()));
         TreeSumWorkload {
             depth,
+            layout,
             root,
             expected,
         }
@@ -212,7 +248,11 @@ impl TreeSumWorkload {
 
 impl Workload for TreeSumWorkload {
     fn name(&self) -> String {
-        format!("tree_sum(2^{} - 1 nodes)", self.depth)
+        let row = match self.layout {
+            TreeLayout::LevelOrder => "tree_sum",
+            TreeLayout::PostOrder => "tree_postorder",
+        };
+        format!("{row}(2^{} - 1 nodes)", self.depth)
     }
 
     fn sample(&mut self, pools: &Pools, imp: Impl) -> Duration {
@@ -336,6 +376,62 @@ impl Workload for QuicksortWorkload {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// The rows
+
+/// A fork-join row, as `fork-join --only` names it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ForkJoinRow {
+    /// `fib`.
+    Fib,
+    /// `tree_sum` on a tree in level order.
+    Tree,
+    /// `tree_sum` on a tree built recursively (post-order).
+    TreePostorder,
+    /// `quicksort`.
+    Sort,
+}
+
+impl ForkJoinRow {
+    /// Every row, in the order they run.
+    pub(crate) const ALL: [ForkJoinRow; 4] = [
+        ForkJoinRow::Fib,
+        ForkJoinRow::Tree,
+        ForkJoinRow::TreePostorder,
+        ForkJoinRow::Sort,
+    ];
+
+    /// Builds the workload (the tree and the sort input are made here, untimed).
+    pub(crate) fn make(self, sizes: Sizes) -> Box<dyn Workload> {
+        match self {
+            ForkJoinRow::Fib => Box::new(FibWorkload::new(sizes.fib_n)),
+            ForkJoinRow::Tree => Box::new(TreeSumWorkload::new(
+                sizes.tree_depth,
+                TreeLayout::LevelOrder,
+            )),
+            ForkJoinRow::TreePostorder => Box::new(TreeSumWorkload::new(
+                sizes.tree_depth,
+                TreeLayout::PostOrder,
+            )),
+            ForkJoinRow::Sort => Box::new(QuicksortWorkload::new(sizes.sort_len)),
+        }
+    }
+}
+
+/// The sizes of the fork-join workloads.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub(crate) struct Sizes {
+    /// n of fib(n).
+    #[arg(long, default_value_t = 30)]
+    pub(crate) fib_n: u64,
+    /// Levels of the trees; each has 2^depth - 1 nodes.
+    #[arg(long, default_value_t = 23)]
+    pub(crate) tree_depth: u32,
+    /// Elements to sort.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub(crate) sort_len: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,13 +455,15 @@ mod tests {
     }
 
     #[test]
-    fn tree_is_balanced() {
-        for depth in 1..=12 {
-            let root = Node::balanced(depth, &mut XorShift64::new(3)).unwrap();
-            assert_eq!(root.count(), (1 << depth) - 1);
-            assert_eq!(root.height(), depth);
+    fn trees_are_balanced() {
+        for build in [Node::balanced, Node::post_order] {
+            for depth in 1..=12 {
+                let root = build(depth, &mut XorShift64::new(3)).unwrap();
+                assert_eq!(root.count(), (1 << depth) - 1);
+                assert_eq!(root.height(), depth);
+            }
+            assert!(build(0, &mut XorShift64::new(3)).is_none());
         }
-        assert!(Node::balanced(0, &mut XorShift64::new(3)).is_none());
     }
 
     #[test]
@@ -384,11 +482,13 @@ mod tests {
     fn small_workloads_agree_across_implementations() {
         let pools = Pools::new(2);
         let mut fib = FibWorkload::new(20);
-        let mut tree = TreeSumWorkload::new(10);
+        let mut tree = TreeSumWorkload::new(10, TreeLayout::LevelOrder);
+        let mut post = TreeSumWorkload::new(10, TreeLayout::PostOrder);
         let mut sort = QuicksortWorkload::new(50_000);
         for imp in Impl::ALL {
             fib.sample(&pools, imp);
             tree.sample(&pools, imp);
+            post.sample(&pools, imp);
             sort.sample(&pools, imp);
         }
     }

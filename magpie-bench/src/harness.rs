@@ -64,34 +64,52 @@ pub(crate) fn measure(
     samples: usize,
 ) -> Measurement {
     let name = workload.name();
+    let label = format!("{name} ({} workers)", pools.workers());
+    let results = measure_rounds(&label, impls, warmup, samples, |imp, _| {
+        workload.sample(pools, imp)
+    });
+    Measurement {
+        workload: name,
+        workers: pools.workers(),
+        results,
+    }
+}
+
+/// The rounds of the method in the module doc, for any kind of implementation `I`: `warmup`
+/// untimed rounds, then `samples` timed rounds, each running every one of `impls` once, the
+/// first place rotating. `sample(imp, timed)` runs `imp` once and returns the time it took;
+/// `timed` is false in the warm-up rounds. Returns each implementation's timed samples, in
+/// the order of `impls`. Progress goes to stderr under `label`.
+pub(crate) fn measure_rounds<I: Copy>(
+    label: &str,
+    impls: &[I],
+    warmup: usize,
+    samples: usize,
+    mut sample: impl FnMut(I, bool) -> Duration,
+) -> Vec<(I, Vec<Duration>)> {
     let started = Instant::now();
     progress(format_args!(
-        "{name} ({} workers): {warmup} warm-up + {samples} rounds ",
-        pools.workers()
+        "{label}: {warmup} warm-up + {samples} rounds "
     ));
     for round in 0..warmup {
         for imp in rotation(impls, round) {
-            workload.sample(pools, imp);
+            sample(imp, false);
         }
     }
-    let mut results: Vec<(Impl, Vec<Duration>)> = impls
+    let mut results: Vec<(I, Vec<Duration>)> = impls
         .iter()
         .map(|&imp| (imp, Vec::with_capacity(samples)))
         .collect();
     for round in 0..samples {
         for (k, imp) in rotation(impls, round).enumerate() {
-            let elapsed = workload.sample(pools, imp);
+            let elapsed = sample(imp, true);
             let slot = (round + k) % impls.len();
             results[slot].1.push(elapsed);
         }
         progress(format_args!("."));
     }
     progress(format_args!(" {:.1} s\n", started.elapsed().as_secs_f64()));
-    Measurement {
-        workload: name,
-        workers: pools.workers(),
-        results,
-    }
+    results
 }
 
 /// Writes progress to stderr, keeping stdout for the report.
@@ -229,91 +247,6 @@ pub(crate) fn markdown_table(headers: &[&str], right: &[bool], rows: &[Vec<Strin
         ));
     }
     out
-}
-
-// ---------------------------------------------------------------------------------------
-// scaling: the same method at several worker counts. Each count gets fresh pools, built once
-// for that count; the sequential baseline is measured again at every count, in the same
-// rounds, so each speedup compares samples taken side by side.
-
-/// Measures every workload at every worker count.
-pub(crate) fn measure_scaling(
-    workloads: &mut [Box<dyn Workload>],
-    impls: &[Impl],
-    worker_counts: &[usize],
-    warmup: usize,
-    samples: usize,
-) -> Vec<Measurement> {
-    let mut out = Vec::new();
-    for &workers in worker_counts {
-        let pools = Pools::new(workers);
-        for workload in workloads.iter_mut() {
-            out.push(measure(workload.as_mut(), &pools, impls, warmup, samples));
-        }
-    }
-    out
-}
-
-/// One table per workload: a row per worker count, median and speedup over sequential.
-pub(crate) fn render_scaling(measurements: &[Measurement]) -> String {
-    let mut names: Vec<&str> = Vec::new();
-    for m in measurements {
-        if !names.contains(&m.workload.as_str()) {
-            names.push(&m.workload);
-        }
-    }
-    let mut out = String::new();
-    for name in names {
-        let mut rows = Vec::new();
-        let mut samples = 0;
-        for m in measurements.iter().filter(|m| m.workload == name) {
-            samples = m.results.first().map_or(0, |(_, s)| s.len());
-            let seq = m.median(Impl::Sequential).map(ms);
-            let mut row = vec![m.workers.to_string()];
-            for imp in Impl::ALL {
-                let cell = match (m.median(imp).map(ms), seq) {
-                    (Some(t), Some(s)) => format!("{} ({:.2}×)", fmt_ms(t), s / t),
-                    (Some(t), None) => fmt_ms(t),
-                    _ => "–".to_owned(),
-                };
-                row.push(cell);
-            }
-            let magpie = m.median(Impl::Magpie).map(ms);
-            for peer in [Impl::Rayon, Impl::Chili] {
-                row.push(match (magpie, m.median(peer).map(ms)) {
-                    (Some(a), Some(b)) => format!("{:.2}", a / b),
-                    _ => "–".to_owned(),
-                });
-            }
-            rows.push(row);
-        }
-        out.push_str(&format!(
-            "### scale: {name} — {samples} samples per point\n\n"
-        ));
-        let headers = [
-            "workers",
-            "sequential ms",
-            "magpie ms (speedup)",
-            "rayon ms (speedup)",
-            "chili ms (speedup)",
-            "magpie/rayon",
-            "magpie/chili",
-        ];
-        let right: Vec<bool> = (0..headers.len()).map(|i| i > 0).collect();
-        out.push_str(&markdown_table(&headers, &right, &rows));
-        out.push('\n');
-    }
-    out.push_str(
-        "Medians in ms; speedup = sequential median / this median, both from the same rounds. \
-         magpie/peer = ratio of medians, lower is better for magpie.\n",
-    );
-    out
-}
-
-/// All measurements as a JSON array.
-pub(crate) fn scaling_json(measurements: &[Measurement]) -> String {
-    let items: Vec<String> = measurements.iter().map(measurement_json).collect();
-    json::array(&items)
 }
 
 /// Minimal JSON building: the report is small and flat, a dependency is not worth it.

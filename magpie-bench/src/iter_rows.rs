@@ -303,6 +303,88 @@ impl Workload for SortRow {
     }
 }
 
+/// A row selectable with `iter --only`; some stand for several [`IterCase`]s.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IterRow {
+    Sum,
+    MapCollect,
+    MinByKey,
+    PositionFirst,
+    Any,
+    SortUnstable,
+    Sort,
+}
+
+impl IterRow {
+    /// Every row, in the order they run.
+    pub(crate) const ALL: [IterRow; 7] = [
+        IterRow::Sum,
+        IterRow::MapCollect,
+        IterRow::MinByKey,
+        IterRow::PositionFirst,
+        IterRow::Any,
+        IterRow::SortUnstable,
+        IterRow::Sort,
+    ];
+
+    /// The cases this row runs: `position_first` and `any` with two match positions, the
+    /// sorts on four input shapes.
+    pub(crate) fn cases(self) -> Vec<IterCase> {
+        match self {
+            IterRow::Sum => vec![IterCase::Scan(Scan::Sum)],
+            IterRow::MapCollect => vec![IterCase::Scan(Scan::MapCollect)],
+            IterRow::MinByKey => vec![IterCase::Scan(Scan::MinByKey)],
+            IterRow::PositionFirst => [1, 50]
+                .map(|percent| IterCase::Scan(Scan::PositionFirst { percent }))
+                .to_vec(),
+            IterRow::Any => [Some(1), None]
+                .map(|percent| IterCase::Scan(Scan::Any { percent }))
+                .to_vec(),
+            IterRow::SortUnstable | IterRow::Sort => {
+                let stable = self == IterRow::Sort;
+                [Shape::Random, Shape::Sorted, Shape::Reversed, Shape::Equal]
+                    .map(|shape| IterCase::Sort { stable, shape })
+                    .to_vec()
+            }
+        }
+    }
+}
+
+/// Input lengths of the rows.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Lengths {
+    /// Elements summed by `sum`.
+    pub(crate) sum: usize,
+    /// Elements of the other scans.
+    pub(crate) scan: usize,
+    /// Elements sorted.
+    pub(crate) sort: usize,
+}
+
+/// One measured row, before its input is made: inputs are large (800 MB for the default
+/// `sum`), so a run makes one at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IterCase {
+    /// A [`ScanRow`].
+    Scan(Scan),
+    /// A [`SortRow`].
+    Sort { stable: bool, shape: Shape },
+}
+
+impl IterCase {
+    /// The implementations a case runs: the `std` baseline, magpie and rayon.
+    pub(crate) const IMPLS: [Impl; 3] = [Impl::Sequential, Impl::Magpie, Impl::Rayon];
+
+    /// Makes the case's input (untimed) and returns the workload.
+    pub(crate) fn make(self, lengths: Lengths) -> Box<dyn Workload> {
+        match self {
+            IterCase::Scan(scan @ Scan::Sum) => Box::new(ScanRow::new(scan, lengths.sum)),
+            IterCase::Scan(scan) => Box::new(ScanRow::new(scan, lengths.scan)),
+            IterCase::Sort { stable, shape } => Box::new(SortRow::new(stable, shape, lengths.sort)),
+        }
+    }
+}
+
 /// The table of issue 4's targets: magpie/rayon per row, and the early-exit ratio (`any`
 /// with the match at 1% over `any` scanning everything) per pool.
 pub(crate) fn render_summary(measurements: &[Measurement]) -> String {

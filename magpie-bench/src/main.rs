@@ -5,8 +5,11 @@
 //! ```text
 //! cargo run --release -p magpie-bench -- fork-join [--workers N] [--samples K] [--quick]
 //! cargo run --release -p magpie-bench -- idle [--workers N] [--reps R] [--pending-timers N]
-//! cargo run --release -p magpie-bench -- scale --workers 1,2,4,8,16 [--quick]
+//! cargo run --release -p magpie-bench -- scale [--workers 1,2,4,8,16] [--quick]
+//!                                              [--only fork-join,iter,async,task-pool]
+//!                                              [--json PATH]
 //! cargo run --release -p magpie-bench -- async [--workers N] [--samples K] [--quick]
+//! cargo run --release -p magpie-bench -- iter [--workers N] [--only sum,sort,...] [--quick]
 //! cargo run --release -p magpie-bench -- net [--rows echo,hello,mixed,blocked,idle-conns]
 //!                                            [--secs S] [--conns 1,64,512]
 //!                                            [--idle-conns 10000] [--json PATH]
@@ -14,6 +17,19 @@
 //!
 //! The report goes to stdout as markdown (ready for BENCHMARKS.md), progress to stderr, and
 //! `--json PATH` writes the raw samples.
+//!
+//! `scale` is the scaling table in one command: every row of `fork-join` (plus `tree_sum`
+//! on a post-order tree), `iter` (with `par_sort_unstable` and `par_iter().sum()` listed
+//! under fork-join), the five scheduler rows of `async`, and the task pool on `magpie
+//! scale`'s three patterns (against rayon, tokio and async-executor, with efficiency and
+//! load balance), each at every worker count against the same peers as in its own
+//! subcommand. Beside each magpie time it prints what the samples did inside the runtime
+//! that ran them (medians per sample of the difference of `Runtime::stats()` before and
+//! after, the pool idle again): steals, failed steal searches, steal attempts, heavy
+//! barriers (`membarrier` calls) and heavy barriers per steal, parks, unparks, spawns and
+//! unparks per spawn, inject-queue lock acquisitions. The default worker counts are 1, 2, 4,
+//! ... below the CPU count, then the CPU count; `--quick` (5 samples, 2,000 tasks per
+//! task-pool row) takes a few minutes at `--workers 1,2` on two CPUs. See `scale.rs`.
 
 mod async_rows;
 mod fork_join;
@@ -22,6 +38,7 @@ mod idle;
 mod iter_rows;
 mod net_rows;
 mod pools;
+mod scale;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,8 +46,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::async_rows::{AsyncImpl, AsyncPools, Row};
-use crate::fork_join::{FibWorkload, QuicksortWorkload, TreeSumWorkload};
+use crate::fork_join::ForkJoinRow;
 use crate::harness::{json, measure, measurement_json, render_measurement, Workload};
+use crate::iter_rows::{IterCase, IterRow};
 use crate::pools::{Impl, Pools};
 
 #[derive(Parser, Debug)]
@@ -46,11 +64,13 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// fib, tree_sum and quicksort with every implementation at one worker count.
+    /// fib, tree_sum (`--only tree-postorder` for the post-order tree) and quicksort with
+    /// every implementation at one worker count.
     ForkJoin(ForkJoinArgs),
     /// CPU time each pool burns in the second after its work ends.
     Idle(IdleArgs),
-    /// The fork-join workloads at several worker counts, with speedups over sequential.
+    /// Every row (fork-join, iter, async, task pool) at several worker counts against its
+    /// peers, with magpie's steal, park and barrier counts beside its times.
     Scale(ScaleArgs),
     /// Spawning, waking and yielding async tasks (tokio's scheduler benchmarks), and async
     /// tasks that run fork-join work.
@@ -143,17 +163,6 @@ struct IterArgs {
     sampling: Sampling,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum IterRow {
-    Sum,
-    MapCollect,
-    MinByKey,
-    PositionFirst,
-    Any,
-    SortUnstable,
-    Sort,
-}
-
 #[derive(Args, Debug)]
 struct ForkJoinArgs {
     /// Worker threads per pool.
@@ -187,13 +196,31 @@ struct IdleArgs {
 
 #[derive(Args, Debug)]
 struct ScaleArgs {
-    /// Worker counts to measure [default: 1, 2, 4, ... up to the CPU count].
+    /// Worker counts to measure [default: 1, 2, 4, ... below the CPU count, then the CPU
+    /// count].
     #[arg(long, value_delimiter = ',')]
     workers: Vec<usize>,
+    /// Row groups to run.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "fork-join,iter,async,task-pool"
+    )]
+    only: Vec<scale::Group>,
     #[command(flatten)]
     sampling: Sampling,
     #[command(flatten)]
-    sizes: Sizes,
+    fork_join: fork_join::Sizes,
+    /// Elements summed by `par_iter().sum()`.
+    #[arg(long, default_value_t = 100_000_000)]
+    sum_len: usize,
+    /// Elements of the other scans of the iter group.
+    #[arg(long, default_value_t = 10_000_000)]
+    scan_len: usize,
+    /// Tasks per task-pool row [default: 4000, or 2000 with --quick].
+    #[arg(long)]
+    tasks: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -254,7 +281,7 @@ struct Sizes {
         value_delimiter = ',',
         default_value = "fib,tree,sort"
     )]
-    only: Vec<Kind>,
+    only: Vec<ForkJoinRow>,
     /// Implementations to run (magpie/peer ratios need magpie).
     #[arg(
         long,
@@ -263,22 +290,8 @@ struct Sizes {
         default_value = "sequential,magpie,rayon,chili"
     )]
     impls: Vec<ImplArg>,
-    /// n of fib(n).
-    #[arg(long, default_value_t = 30)]
-    fib_n: u64,
-    /// Levels of the tree; it has 2^depth - 1 nodes.
-    #[arg(long, default_value_t = 23)]
-    tree_depth: u32,
-    /// Elements to sort.
-    #[arg(long, default_value_t = 10_000_000)]
-    sort_len: usize,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Fib,
-    Tree,
-    Sort,
+    #[command(flatten)]
+    sizes: fork_join::Sizes,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -308,20 +321,13 @@ impl Sizes {
             .collect()
     }
 
-    /// Builds the selected workloads (the tree and the sort input are made here, untimed).
+    /// Builds the selected workloads (the trees and the sort input are made here, untimed).
     fn workloads(&self) -> Vec<Box<dyn Workload>> {
-        let mut out: Vec<Box<dyn Workload>> = Vec::new();
-        for kind in [Kind::Fib, Kind::Tree, Kind::Sort] {
-            if !self.only.contains(&kind) {
-                continue;
-            }
-            out.push(match kind {
-                Kind::Fib => Box::new(FibWorkload::new(self.fib_n)),
-                Kind::Tree => Box::new(TreeSumWorkload::new(self.tree_depth)),
-                Kind::Sort => Box::new(QuicksortWorkload::new(self.sort_len)),
-            });
-        }
-        out
+        ForkJoinRow::ALL
+            .into_iter()
+            .filter(|row| self.only.contains(row))
+            .map(|row| row.make(self.sizes))
+            .collect()
     }
 }
 
@@ -330,6 +336,8 @@ impl Sizes {
 struct MachineInfo {
     cpu: String,
     cpus: usize,
+    /// The cargo profile of this binary (`release`, `release-lto`, ...).
+    profile: String,
     kernel: String,
     date: String,
     command: String,
@@ -365,6 +373,7 @@ impl MachineInfo {
         MachineInfo {
             cpu,
             cpus,
+            profile: build_profile(),
             kernel,
             date,
             command,
@@ -386,6 +395,7 @@ impl MachineInfo {
         println!("## magpie-bench {title}\n");
         println!("- CPU: {} ({} logical CPUs available)", self.cpu, self.cpus);
         println!("- kernel: Linux {}", self.kernel);
+        println!("- build profile: {}", self.profile);
         println!("- date: {}", self.date);
         println!("- command: `{}`", self.command);
         println!("- load average at start: {}", load_average());
@@ -400,11 +410,27 @@ impl MachineInfo {
         json::object(&[
             ("cpu", json::string(&self.cpu)),
             ("logical_cpus", self.cpus.to_string()),
+            ("profile", json::string(&self.profile)),
             ("kernel", json::string(&self.kernel)),
             ("date", json::string(&self.date)),
             ("command", json::string(&self.command)),
         ])
     }
+}
+
+/// The cargo profile this binary was built with: the name of the directory it lies in
+/// (`target/<profile>/`, or `target/<profile>/deps/` for a test binary).
+fn build_profile() -> String {
+    let profile = std::env::current_exe().ok().and_then(|exe| {
+        let dir = exe.parent()?;
+        let dir = if dir.file_name()? == "deps" {
+            dir.parent()?
+        } else {
+            dir
+        };
+        Some(dir.file_name()?.to_string_lossy().into_owned())
+    });
+    profile.unwrap_or_else(|| "unknown".to_owned())
 }
 
 /// The 1, 5 and 15 minute load averages, from `/proc/loadavg`.
@@ -486,7 +512,12 @@ fn idle(args: &IdleArgs, info: &MachineInfo) -> ExitCode {
 fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
     let counts: Vec<usize> = if args.workers.is_empty() {
         let cpus = info.cpus.max(1);
-        std::iter::successors(Some(1usize), |&n| (n * 2 <= cpus).then_some(n * 2)).collect()
+        let mut counts: Vec<usize> =
+            std::iter::successors(Some(1usize), |&n| (n * 2 < cpus).then_some(n * 2)).collect();
+        if cpus > 1 {
+            counts.push(cpus);
+        }
+        counts
     } else {
         args.workers.clone()
     };
@@ -494,20 +525,41 @@ fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
         eprintln!("worker counts must be positive");
         return ExitCode::FAILURE;
     }
+    let tasks = args
+        .tasks
+        .unwrap_or(if args.sampling.quick { 2_000 } else { 4_000 });
+    if tasks == 0 {
+        eprintln!("--tasks must be positive");
+        return ExitCode::FAILURE;
+    }
     let list: Vec<String> = counts.iter().map(ToString::to_string).collect();
-    info.print("scale", &list.join(", "));
-    let mut workloads = args.sizes.workloads();
-    let measurements = harness::measure_scaling(
-        &mut workloads,
-        &args.sizes.impls(),
-        &counts,
-        args.sampling.warmup,
-        args.sampling.samples(),
+    info.print_with_pools(
+        "scale",
+        &format!(
+            "{} worker threads each, every pool built once per worker count (chili counts \
+             the calling thread as one of its threads; async-executor: that many threads in \
+             `run`)",
+            list.join(", ")
+        ),
     );
-    println!("{}", harness::render_scaling(&measurements));
+    let cfg = scale::Config {
+        counts,
+        groups: args.only.clone(),
+        warmup: args.sampling.warmup,
+        samples: args.sampling.samples(),
+        fork_join: args.fork_join,
+        iter: iter_rows::Lengths {
+            sum: args.sum_len,
+            scan: args.scan_len,
+            sort: args.fork_join.sort_len,
+        },
+        tasks,
+    };
+    let rows = scale::run(&cfg);
+    println!("{}", scale::legend());
     print_load_after();
     match &args.sampling.json {
-        Some(path) => write_json(path, info, "scale", harness::scaling_json(&measurements)),
+        Some(path) => write_json(path, info, "scale", scale::rows_json(&rows)),
         None => ExitCode::SUCCESS,
     }
 }
@@ -555,75 +607,35 @@ fn async_rows(args: &AsyncArgs, info: &MachineInfo) -> ExitCode {
 }
 
 fn iter_rows(args: &IterArgs, info: &MachineInfo) -> ExitCode {
-    use iter_rows::{Scan, ScanRow, Shape, SortRow};
     let samples = args.sampling.samples();
     info.print("iter", &args.workers.to_string());
     let pools = Pools::new(args.workers);
-    let impls = [Impl::Sequential, Impl::Magpie, Impl::Rayon];
-    let mut summary = Vec::new();
+    let lengths = iter_rows::Lengths {
+        sum: args.sum_len,
+        scan: args.scan_len,
+        sort: args.sort_len,
+    };
     let mut measurements = Vec::new();
-    // Made one at a time, so that only one input is in memory at once.
-    let mut rows: Vec<Box<dyn Fn() -> Box<dyn Workload>>> = Vec::new();
-    let (sum_len, scan_len, sort_len) = (args.sum_len, args.scan_len, args.sort_len);
-    for row in [
-        IterRow::Sum,
-        IterRow::MapCollect,
-        IterRow::MinByKey,
-        IterRow::PositionFirst,
-        IterRow::Any,
-        IterRow::SortUnstable,
-        IterRow::Sort,
-    ] {
+    for row in IterRow::ALL {
         if !args.only.contains(&row) {
             continue;
         }
-        match row {
-            IterRow::Sum => rows.push(Box::new(move || Box::new(ScanRow::new(Scan::Sum, sum_len)))),
-            IterRow::MapCollect => rows.push(Box::new(move || {
-                Box::new(ScanRow::new(Scan::MapCollect, scan_len))
-            })),
-            IterRow::MinByKey => rows.push(Box::new(move || {
-                Box::new(ScanRow::new(Scan::MinByKey, scan_len))
-            })),
-            IterRow::PositionFirst => {
-                for percent in [1, 50] {
-                    rows.push(Box::new(move || {
-                        Box::new(ScanRow::new(Scan::PositionFirst { percent }, scan_len))
-                    }));
-                }
-            }
-            IterRow::Any => {
-                for percent in [Some(1), None] {
-                    rows.push(Box::new(move || {
-                        Box::new(ScanRow::new(Scan::Any { percent }, scan_len))
-                    }));
-                }
-            }
-            IterRow::SortUnstable | IterRow::Sort => {
-                let stable = row == IterRow::Sort;
-                for shape in [Shape::Random, Shape::Sorted, Shape::Reversed, Shape::Equal] {
-                    rows.push(Box::new(move || {
-                        Box::new(SortRow::new(stable, shape, sort_len))
-                    }));
-                }
-            }
+        // Made one at a time, so that only one input is in memory at once.
+        for case in row.cases() {
+            let mut workload = case.make(lengths);
+            let m = measure(
+                workload.as_mut(),
+                &pools,
+                &IterCase::IMPLS,
+                args.sampling.warmup,
+                samples,
+            );
+            drop(workload);
+            println!("{}", render_measurement(&m));
+            measurements.push(m);
         }
     }
-    for make in &rows {
-        let mut workload = make();
-        let m = measure(
-            workload.as_mut(),
-            &pools,
-            &impls,
-            args.sampling.warmup,
-            samples,
-        );
-        drop(workload);
-        println!("{}", render_measurement(&m));
-        summary.push(m.clone());
-        measurements.push(m);
-    }
-    println!("{}", iter_rows::render_summary(&summary));
+    println!("{}", iter_rows::render_summary(&measurements));
     print_load_after();
     match &args.sampling.json {
         Some(path) => {

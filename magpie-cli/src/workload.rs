@@ -6,6 +6,10 @@
 //! the submitter of every strategy sits out alike. Durations are drawn before any timing
 //! starts, from [`SplitMix64`] seeded by `--seed`, so the same seed gives the same workload
 //! for every strategy and every run.
+//!
+//! magpie-bench compiles this file into itself as well (`#[path]` in its
+//! `scale/task_pool.rs`), so that its task-pool rows run these very durations: keep it free
+//! of `crate::` paths and of dependencies beyond std, clap and serde.
 
 use std::fmt;
 use std::time::{Duration, Instant};
