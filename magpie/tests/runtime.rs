@@ -507,3 +507,93 @@ fn child_barrier_mode() {
     assert_eq!(explicit.install(|| magpie::join(|| 1, || 2)), (1, 2));
     println!("barrier mode: ok");
 }
+
+/// The CPUs the calling thread may run on (its affinity mask).
+#[cfg(target_os = "linux")]
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: `cpu_set_t` is plain data; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable `cpu_set_t` of the size passed; 0 is this thread.
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+    assert_eq!(
+        rc,
+        0,
+        "sched_getaffinity: {}",
+        std::io::Error::last_os_error()
+    );
+    (0..8 * std::mem::size_of_val(&set))
+        // SAFETY: `cpu` is below the set's capacity in bits.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
+/// Restricts the calling thread (and the threads it starts from now on) to `cpus`, as
+/// `taskset -c` does to a whole process.
+#[cfg(target_os = "linux")]
+fn restrict_to(cpus: &[usize]) {
+    // SAFETY: as in `allowed_cpus`.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        // SAFETY: `cpu` came from `allowed_cpus`, so it is below the set's capacity in bits.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a valid `cpu_set_t` of the size passed; 0 is this thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+    assert_eq!(
+        rc,
+        0,
+        "sched_setaffinity: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+const AFFINITY_CHILD: &str = "affinity";
+
+/// The default worker count follows the affinity mask (issue 19 part 9): run as under
+/// `taskset -c 0`, a default runtime has one worker, not one per CPU of the machine. The
+/// child, with `MAGPIE_WORKER_THREADS` unset, restricts its own thread before it builds
+/// (the mask is per thread, and the building thread's is what counts); in a process of its
+/// own, so that no other test's runtime is affected.
+#[cfg(target_os = "linux")]
+#[test]
+fn default_worker_count_follows_the_affinity_mask() {
+    let mut child = child_test("child_default_worker_count_under_taskset", AFFINITY_CHILD);
+    child.env_remove("MAGPIE_WORKER_THREADS");
+    let out = run_child(child);
+    assert!(
+        out.status.success() && out.stdout.contains("affinity: ok"),
+        "{out:?}"
+    );
+}
+
+/// Child mode of `default_worker_count_follows_the_affinity_mask`; does nothing in a normal
+/// test run.
+#[cfg(target_os = "linux")]
+#[test]
+fn child_default_worker_count_under_taskset() {
+    if !is_child(AFFINITY_CHILD) {
+        return;
+    }
+    let cpus = allowed_cpus();
+    // Unrestricted: one worker per CPU of the mask (or fewer, under a cgroup CPU quota).
+    let unrestricted = Runtime::new().unwrap().num_workers();
+    assert!(
+        (1..=cpus.len()).contains(&unrestricted),
+        "{unrestricted} workers for {cpus:?}"
+    );
+    if cpus.len() >= 2 {
+        // Two CPUs of the mask: two workers (a quota below two CPUs would have shown above).
+        restrict_to(&cpus[..2]);
+        assert_eq!(Runtime::new().unwrap().num_workers(), unrestricted.min(2));
+    }
+    // One CPU, as `taskset -c <cpu>`: one worker, for every way of asking for the default.
+    restrict_to(&cpus[..1]);
+    assert_eq!(allowed_cpus(), cpus[..1]);
+    let rt = Runtime::new().unwrap();
+    assert_eq!(rt.num_workers(), 1);
+    assert_eq!(rt.install(|| fib(10)), 55);
+    assert_eq!(Runtime::builder().build().unwrap().num_workers(), 1);
+    // The global runtime, built on first use from this thread.
+    assert_eq!(magpie::current_num_workers(), 1);
+    println!("affinity: ok");
+}

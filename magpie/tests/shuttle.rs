@@ -14,8 +14,9 @@
 //! rings, the sleep protocol, the task state machine, shutdown and the worker-count control
 //! all at once, on thousands of random schedules. Two limits: shuttle treats every atomic as
 //! `SeqCst` (weak-memory bugs are loom's job), and it does not model time, so no scenario uses
-//! timers, and the parker's safety-net timeout is off under shuttle, as is the timeout of a
-//! park in the driver (a lost wakeup is a deadlock, which shuttle reports).
+//! timers, and a park's timeout (the driver's deadline, or the debugging safety net
+//! `Builder::park_safety_net`) is off under shuttle; no other park has one anywhere (a lost
+//! wakeup is a deadlock, which shuttle reports).
 //!
 //! I/O readiness has no OS to come from either: under shuttle each runtime owns a model of
 //! its I/O driver (`io/fake_driver.rs`) with the real one's surface, and

@@ -35,13 +35,13 @@ fn in_child(name: &str, body: impl FnOnce()) {
     );
 }
 
-/// A runtime whose workers park for up to an hour: a lost wakeup hangs instead of being
-/// rescued by the one-second safety net.
+/// A runtime of `workers` active workers out of `max`. Its parked workers never wake on their
+/// own, so a lost wakeup hangs (before issue 19 a one-second safety net would have rescued
+/// it, and these runtimes raised it to an hour).
 fn strict_runtime(workers: usize, max: usize) -> Runtime {
     Runtime::builder()
         .worker_threads(workers)
         .max_workers(max)
-        .park_safety_net(Duration::from_secs(3600))
         .build()
         .unwrap()
 }
@@ -234,7 +234,8 @@ fn occupy_worker_0(rt: &Runtime) -> mpsc::Sender<()> {
 
 /// Before the fix, the worker that drove the timers could retire without anyone taking
 /// the role over: the active workers stayed parked with no timeout, and a timer fired only
-/// when the park safety net ran out (here an hour: it hung). The test steers worker 1 into
+/// when the park safety net ran out (then one second by default, an hour here: it hung;
+/// today there is none). The test steers worker 1 into
 /// the driver role, parks worker 0 without it, and then switches worker 1 off.
 #[test]
 fn timers_fire_after_the_driver_is_switched_off() {

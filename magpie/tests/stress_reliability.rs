@@ -13,13 +13,13 @@
 //!   the only waits are for deadlines the test is about (the timer test waits out its
 //!   longest deadline before it checks that cancelled timers stayed silent).
 //!
-//! A parked worker normally also wakes on its own after one second (the `PARK_SAFETY_NET`
-//! in `runtime/worker.rs`), which would turn a lost wakeup into a one-second pause rather than
-//! a hang. These runtimes raise it to an hour (`Builder::park_safety_net`), so a lost wakeup
-//! stalls the test and the watchdog fails it. Checked by hand: with `Registry::push_remote`
-//! skipping one `notify_task` in 64, the outside-spawn soak stalls and the watchdog aborts it
-//! within five seconds, naming the phase and dumping the statistics. (With the default safety
-//! net, every test passed and only the logged slowest round trips showed one-second pauses.)
+//! A parked worker never wakes on its own (only the driver role's holder has a timeout, to
+//! the next timer), so a lost wakeup stalls the test and the watchdog fails it. Checked by
+//! hand: with `Registry::push_remote` skipping one `notify_task` in 64, the outside-spawn
+//! soak stalls and the watchdog aborts it within five seconds, naming the phase and dumping
+//! the statistics. (Before issue 19 every park had a one-second safety net, which these
+//! runtimes raised to an hour; with the net at one second, every test passed and only the
+//! logged slowest round trips showed one-second pauses.)
 
 mod common;
 
@@ -45,14 +45,12 @@ fn scale(debug: u64, release: u64) -> u64 {
     }
 }
 
-/// A runtime whose idle workers never wake on their own (the park safety net raised to an
-/// hour): a lost wakeup then stalls the test, and the watchdog turns the stall into a
-/// failure, instead of the one-second pause the default safety net would make of it.
+/// A runtime with the defaults: its idle workers never wake on their own, so a lost wakeup
+/// stalls the test, and the watchdog turns the stall into a failure.
 fn runtime(workers: usize) -> Arc<Runtime> {
     Arc::new(
         Runtime::builder()
             .worker_threads(workers)
-            .park_safety_net(std::time::Duration::from_secs(3600))
             .build()
             .expect("could not build the runtime"),
     )
@@ -357,7 +355,7 @@ fn ping_pong(
 /// 10^6 cross-worker ping-pongs (round trips) in release, with seeded random busy-spun
 /// delays and, one pass in [`PARKED_PASS`], a wait until another worker has parked, so that
 /// workers park and unpark constantly and wakes race workers on their way to parking. A lost
-/// wakeup the safety net cannot rescue trips the watchdog; each player checks it made exactly
+/// wakeup, which nothing else would rescue, trips the watchdog; each player checks it made exactly
 /// its share of handoffs.
 #[test]
 fn lost_wakeup_soak_ping_pong() {
@@ -793,8 +791,8 @@ fn timers_never_fire_early_or_after_cancellation() {
 /// (and nobody's park timeout covers the new deadline, unless a long timer is pending: every
 /// other round keeps one), then spawns a task from outside that sleeps 0-2 ms. The new
 /// deadline must re-arm the driver. Asserted: never early, every round completes (the
-/// watchdog); printed: the latest fire, where a missed re-arm would show as a pause of up to
-/// the park safety net (one second).
+/// watchdog, since no parked worker wakes on its own to rescue a missed re-arm); printed: the
+/// latest fire.
 #[test]
 fn timers_filed_into_a_parked_pool() {
     let watchdog = Watchdog::start("timers_filed_into_a_parked_pool");

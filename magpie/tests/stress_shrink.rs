@@ -39,7 +39,6 @@ fn shrink_and_grow_under_mixed_load() {
         Runtime::builder()
             .worker_threads(MAX_WORKERS)
             .max_workers(MAX_WORKERS)
-            .park_safety_net(Duration::from_secs(3600))
             .build()
             .unwrap(),
     );
@@ -148,14 +147,13 @@ fn fib_seq(n: u64) -> u64 {
 /// closure were counted by the idle worker's pre-park recheck but could not be stolen, so it
 /// parked and woke itself tens of thousands of times a second. The window is a wall-clock
 /// wait, but what is asserted is a count: an idle worker parks once, and wakes only for
-/// work or for the (here hour-long) safety net.
+/// work.
 #[test]
 fn idle_workers_stay_parked_while_a_switched_off_worker_finishes() {
     let rt = Arc::new(
         Runtime::builder()
             .worker_threads(2)
             .max_workers(2)
-            .park_safety_net(Duration::from_secs(3600))
             .build()
             .unwrap(),
     );

@@ -73,6 +73,14 @@ impl Builder {
     /// environment variable `MAGPIE_WORKER_THREADS` says; threads named
     /// `magpie-worker-{index}`; and the platform's default stack size.
     ///
+    /// *Available* CPUs are those [`std::thread::available_parallelism`] counts for the
+    /// thread that calls [`Builder::build`]: on Linux, the CPUs of that thread's affinity
+    /// mask (as `taskset -c 0` or a container's cpuset restricts it), and no more than the
+    /// process's cgroup CPU quota allows (cgroup v2's `cpu.max` or v1's `cpu.cfs_quota_us`,
+    /// in whole CPUs rounded down, at least 1). So a program run under `taskset -c 0` gets
+    /// one worker, not one per CPU of the machine. Where the count cannot be determined, one
+    /// worker.
+    ///
     /// `MAGPIE_WORKER_THREADS` is read by [`Builder::build`], and only when no count was set
     /// with [`Builder::worker_threads`]. Spaces around the number are ignored. Then:
     ///
@@ -270,11 +278,16 @@ impl Builder {
         self
     }
 
-    /// How long an idle worker stays parked without being woken before it looks for work on
-    /// its own; default 1 s. The sleep protocol does not lose wakeups (its proof is in
-    /// `sleep/README.md`), so this is only a safety net. Tests raise it, so that a lost
-    /// wakeup would show up as a hang instead of a one-second pause; there is no reason to
-    /// change it otherwise, hence its absence from the documentation.
+    /// Makes every parked worker wake on its own after `timeout` at the latest and look for
+    /// work, as if someone had woken it. A debugging aid, off by default.
+    ///
+    /// By default a parked worker sleeps until somebody wakes it (new work, a timer it
+    /// drives, readiness, shutdown): the sleep protocol loses no wakeup (its proof is in
+    /// `sleep/README.md`), so an idle pool costs no CPU. Should a program hang with work
+    /// queued and every worker parked, a timeout here that makes the hang a pause points at
+    /// a lost wakeup in magpie. There is no reason to set it otherwise, hence its absence from
+    /// the documentation. (Until issue 19 a 1 s timeout was the default; a 130-worker pool
+    /// spent about 10 ms of CPU per idle second on it.)
     #[doc(hidden)]
     pub fn park_safety_net(mut self, timeout: Duration) -> Builder {
         self.park_safety_net = Some(timeout);
@@ -437,7 +450,8 @@ fn default_worker_threads() -> Result<usize, BuildError> {
     Ok(from_env.unwrap_or_else(available_parallelism))
 }
 
-/// One worker per CPU this process may use.
+/// One worker per CPU this thread may use: `std`'s count honours the affinity mask and (on
+/// Linux) the cgroup CPU quota (see [`Builder::new`]); 1 if it cannot tell.
 fn available_parallelism() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }

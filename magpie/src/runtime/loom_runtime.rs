@@ -3,8 +3,9 @@
 //! Each model builds a real [`Runtime`]: its workers are loom threads, every atomic, lock and
 //! condition variable in the scheduler is loom's, and the clock is the virtual one of
 //! [`sync::time`](crate::sync::time) (it moves only when something waits with a deadline).
-//! The workers' safety-net timeout is off under loom, so a wakeup the sleep protocol loses
-//! leaves a worker parked for good, which loom reports as a deadlock.
+//! Workers park without a timeout (as everywhere, unless the debugging option
+//! `Builder::park_safety_net` is set, which loom ignores), so a wakeup the sleep protocol
+//! loses leaves a worker parked for good, which loom reports as a deadlock.
 //!
 //! They are costly (a runtime's start, search, park and shutdown are a few hundred explored
 //! steps), so CI checks them with at most one preemption (`scripts/loom.sh`) and the longer

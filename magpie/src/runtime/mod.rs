@@ -181,8 +181,9 @@ impl Runtime {
                 .then(|| trace_capacity.unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)),
             poll_time_histogram: builder.poll_time_histogram,
             barrier,
-            park_safety_net: (!cfg!(loom))
-                .then(|| builder.park_safety_net.unwrap_or(worker::PARK_SAFETY_NET)),
+            // None unless asked for (a debugging aid, `Builder::park_safety_net`), and never
+            // under loom, where a timed park does not block (see `sync::time`).
+            park_safety_net: builder.park_safety_net.filter(|_| !cfg!(loom)),
         };
         #[cfg(not(loom))]
         let io = crate::io::IoDriver::new().map_err(BuildError::Io)?;

@@ -84,8 +84,9 @@ pub(crate) struct Registry {
     pub(crate) traces: Option<Box<[Arc<TraceBuffer>]>>,
     /// Whether workers time each poll for the histogram.
     pub(crate) poll_time_histogram: bool,
-    /// The longest a worker parks without a wakeup (see `worker::PARK_SAFETY_NET`); `None`
-    /// under loom, where a timed park does not block (see `sync::time`).
+    /// The longest a worker parks without a wakeup: `None` (no limit) unless
+    /// `Builder::park_safety_net` set one, and always `None` under loom, where a timed park
+    /// does not block (see `sync::time`).
     pub(crate) park_safety_net: Option<std::time::Duration>,
     /// Tasks queued from outside the pool (spawns and wakes).
     pub(crate) remote_schedules: AtomicU64,
@@ -131,8 +132,9 @@ impl Registry {
         let driver_unpark: Option<crate::sleep::DriverUnpark> = {
             let handle = io.handle().clone();
             Some(Box::new(move || {
-                // A failed wake (the eventfd is gone: the process is out of descriptors
-                // for good) leaves the holder to its timeout, the park safety net.
+                // A failed wake (mio's eventfd write fails only on a descriptor that is
+                // gone) leaves the holder in `epoll_wait` until its next event or timer
+                // deadline.
                 let _ = handle.unpark();
             }))
         };

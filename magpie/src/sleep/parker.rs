@@ -65,7 +65,8 @@ impl Parker {
 
     /// Blocks until any token is present or `timeout` passes. Consumes nothing.
     pub(crate) fn park(&self, timeout: Option<Duration>) {
-        // The safety net (and a timer deadline) is real time, which shuttle does not control.
+        // A timer deadline (or the debugging safety net, `Builder::park_safety_net`) is real
+        // time, which shuttle does not control.
         #[cfg(shuttle)]
         let timeout: Option<Duration> = timeout.and(None);
         let deadline = timeout.map(|t| crate::sync::time::now() + t);

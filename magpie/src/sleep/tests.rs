@@ -254,6 +254,155 @@ fn bitmap_reaches_workers_past_the_first_word() {
     assert_eq!(counts(&sleep), (n, 3));
 }
 
+/// The workers of a 130-worker pool on either side of each boundary of the bitmap's words:
+/// the last of word 0, the first and last of word 1, the first two of word 2.
+const BOUNDARY: [usize; 5] = [63, 64, 127, 128, 129];
+
+#[test]
+fn a_130_worker_pool_claims_each_boundary_worker_once() {
+    let n = 130;
+    let sleep = Sleep::new(n);
+    // Half of 130 may search (R4).
+    let mut admitted = 0;
+    while sleep.try_start_searching() {
+        admitted += 1;
+    }
+    assert_eq!(admitted, 65);
+    for _ in 0..admitted - 2 {
+        assert!(!sleep.stop_searching());
+    }
+    assert_eq!(counts(&sleep), (n, 2));
+
+    // Two of them park as searchers (63 and 128), the others not; the second searcher to
+    // park is the last.
+    for worker in BOUNDARY {
+        let searching = worker == 63 || worker == 128;
+        assert_eq!(sleep.register_parked(worker, searching), worker == 128);
+    }
+    assert_eq!(counts(&sleep), (n - 5, 0));
+    assert!(sleep.has_parked_free());
+
+    // Each claim takes the lowest set bit, across the words, and hands that worker (and only
+    // it) a searching token; the worker's park reports it.
+    for (k, worker) in BOUNDARY.into_iter().enumerate() {
+        assert!(sleep.wake_any_cold(), "claim {k}");
+        assert_eq!(counts(&sleep), (n - 4 + k, k + 1));
+        assert_eq!(
+            sleep.park(worker, BRIEFLY),
+            Wake::Searching,
+            "worker {worker}"
+        );
+        // Unchanged: the claim did the accounting, the park only consumed the token.
+        assert_eq!(counts(&sleep), (n - 4 + k, k + 1));
+    }
+    // Each bit was claimed once: nothing is left to claim.
+    assert!(!sleep.wake_any_cold());
+    assert!(!sleep.has_parked_free());
+    for k in 0..5 {
+        assert_eq!(sleep.stop_searching(), k == 4);
+    }
+    assert_eq!(counts(&sleep), (n, 0));
+    assert_eq!(sleep.load(), IdleState(sleep.saturated_state()));
+}
+
+#[test]
+fn a_130_worker_pool_skips_join_waiters_across_words() {
+    let n = 130;
+    let sleep = Sleep::new(n);
+    // 64 and 128, the first of words 1 and 2, wait inside `join` (R6).
+    sleep.set_join_waiting(64, true);
+    sleep.set_join_waiting(128, true);
+    for worker in BOUNDARY {
+        assert!(!sleep.register_parked(worker, false));
+    }
+    assert_eq!(counts(&sleep), (n - 5, 0));
+    // A task's publisher, with nobody searching, claims the lowest worker outside `join`.
+    sleep.notify_task();
+    assert_eq!(counts(&sleep), (n - 4, 1));
+    assert_eq!(sleep.park(63, BRIEFLY), Wake::Searching);
+    // Then claims skip the join-waiters of words 1 and 2.
+    assert!(sleep.wake_free_cold());
+    assert_eq!(sleep.park(127, BRIEFLY), Wake::Searching);
+    assert!(sleep.wake_free_cold());
+    assert_eq!(sleep.park(129, BRIEFLY), Wake::Searching);
+    assert!(!sleep.wake_free_cold());
+    assert!(!sleep.has_parked_free());
+    assert_eq!(counts(&sleep), (n - 2, 3));
+    // A job's publisher may wake them, lowest first.
+    assert!(sleep.wake_any_cold());
+    assert_eq!(sleep.park(64, BRIEFLY), Wake::Searching);
+    assert!(sleep.wake_any_cold());
+    assert_eq!(sleep.park(128, BRIEFLY), Wake::Searching);
+    assert!(!sleep.wake_any_cold());
+    assert_eq!(counts(&sleep), (n, 5));
+    for k in 0..5 {
+        assert_eq!(sleep.stop_searching(), k == 4);
+    }
+    sleep.set_join_waiting(64, false);
+    sleep.set_join_waiting(128, false);
+    // No longer join-waiters: a task's claim reaches them again.
+    assert!(!sleep.register_parked(128, false));
+    assert!(sleep.wake_free_cold());
+    assert_eq!(sleep.park(128, BRIEFLY), Wake::Searching);
+    assert!(sleep.stop_searching());
+    assert_eq!(counts(&sleep), (n, 0));
+}
+
+/// 130 parked threads, woken concurrently by notifiers (claims) and, for every third worker
+/// and each boundary worker, by a plain wake as well: every registration is undone exactly
+/// once, by a notifier (the worker reports `Searching`) or by the worker itself (`Plain`),
+/// and the counts come back to 130 unparked with one searcher per claim. The parks have no
+/// timeout: a lost wakeup hangs the test.
+#[test]
+fn a_130_worker_pool_undoes_every_registration_once() {
+    const NOTIFIERS: usize = 3;
+    let n = 130;
+    let sleep = Sleep::with_driver(n, None, Barrier::best_available());
+    let claims = AtomicUsize::new(0);
+    let wakes: Vec<Wake> = std::thread::scope(|s| {
+        let parked: Vec<_> = (0..n)
+            .map(|worker| {
+                let sleep = &sleep;
+                s.spawn(move || {
+                    assert!(!sleep.register_parked(worker, false));
+                    sleep.park(worker, None)
+                })
+            })
+            .collect();
+        // Every worker registered (a condition, not a clock): from here on a notifier that
+        // finds no bit set has nobody left to claim.
+        while sleep.load().unparked() != 0 {
+            std::thread::yield_now();
+        }
+        for _ in 0..NOTIFIERS {
+            let (sleep, claims) = (&sleep, &claims);
+            s.spawn(move || {
+                while sleep.wake_any_cold() {
+                    claims.fetch_add(1, Relaxed);
+                }
+            });
+        }
+        for worker in (0..n).filter(|w| w % 3 == 0 || BOUNDARY.contains(w)) {
+            sleep.wake_worker(worker);
+        }
+        parked.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let searching = wakes.iter().filter(|&&w| w == Wake::Searching).count();
+    assert_eq!(searching, claims.load(Relaxed));
+    // Workers without a plain wake could only be claimed.
+    for (worker, wake) in wakes.iter().enumerate() {
+        if worker % 3 != 0 && !BOUNDARY.contains(&worker) {
+            assert_eq!(*wake, Wake::Searching, "worker {worker}");
+        }
+    }
+    assert_eq!(counts(&sleep), (n, searching));
+    assert!(!sleep.wake_any_cold());
+    for k in 0..searching {
+        assert_eq!(sleep.stop_searching(), k + 1 == searching);
+    }
+    assert_eq!(counts(&sleep), (n, 0));
+}
+
 /// A pool of workers that follow the protocol of `runtime::worker::IdleLoop` (without the
 /// spinning) around a queue that is just a count of pending jobs.
 struct PingPong {

@@ -86,7 +86,8 @@ pub(crate) mod atomic {
 /// a plain wait): a protocol that only a timeout would rescue shows up as a deadlock. Under
 /// loom it does not wait at all: it moves the virtual clock ([`time`]) to the deadline and
 /// returns, like a wait that timed out; callers recheck their condition and the clock.
-/// Callers that must not spin (a parked worker's safety net) pass no deadline under loom.
+/// Callers that must not spin (a parked worker's optional safety net) pass no deadline under
+/// loom.
 pub(crate) fn wait_until<'a, T>(
     condvar: &Condvar,
     guard: MutexGuard<'a, T>,

@@ -154,7 +154,10 @@ impl<'w> IdleLoop<'w> {
 
     /// Parks through the sleep protocol (R2, R5) until woken, then resumes as the wake says.
     /// The first worker to park while nobody drives the timers drives them: it parks no
-    /// longer than the next deadline and fires what is due when it wakes.
+    /// longer than the next deadline and fires what is due when it wakes. Any other park
+    /// (and the driver's, with no timer filed) has no timeout, unless the debugging option
+    /// `Builder::park_safety_net` set one: the protocol loses no wakeup (sleep/README.md),
+    /// and a periodic wake would cost every idle worker CPU for nothing.
     pub(super) fn park(&mut self) {
         let worker = self.worker;
         let registry = &*worker.registry;
@@ -228,7 +231,7 @@ impl<'w> IdleLoop<'w> {
     }
 
     /// Parks as the holder of the driver role: in the I/O driver's `epoll_wait`, which
-    /// returns on readiness, the timeout (the next timer's deadline or the safety net), or a
+    /// returns on readiness, the timeout (the next timer's deadline, if any), or a
     /// wake of this worker (`sleep/parker.rs`, "Parking in the driver"). Readiness found
     /// there wakes its tasks, which this worker then finds in its own queue.
     #[cfg(not(loom))]

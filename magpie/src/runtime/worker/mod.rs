@@ -19,7 +19,9 @@
 //! 5. the inject queues once more (tasks, then jobs: `install` from outside);
 //! 6. spin, then yield, then park through the sleep protocol (`crate::sleep`); the first
 //!    worker to park while nobody drives the timers parks with a timeout to the next
-//!    deadline and fires the due timers when it wakes.
+//!    deadline and fires the due timers when it wakes. Every other park has no timeout: a
+//!    parked worker runs again only when somebody wakes it (sleep/README.md says who, and
+//!    why nobody is forgotten), so an idle pool costs no CPU at all.
 //!
 //! A worker waiting inside `join` for a stolen half follows a shorter order: its deque, the
 //! other deques, the job inject queue. It never runs tasks (see `wait_until`).
@@ -31,7 +33,6 @@
 
 use std::cell::Cell;
 use std::ptr::{self};
-use std::time::Duration;
 
 use crate::join::job::{JobHeader, JobRef};
 use crate::join::latch::SpinLatch;
@@ -55,11 +56,6 @@ mod tasks;
 use idle::IdleLoop;
 use tasks::{TaskState, INITIAL_INTERVAL};
 
-/// The longest a worker parks without being woken, by default. Only a safety net: the sleep
-/// protocol does not lose wakeups (sleep/README.md). One wakeup per second per idle worker
-/// costs a few microseconds of CPU, far below the idle budget of rayon#642. The stress tests
-/// raise it (`Builder::park_safety_net`) so that a lost wakeup would hang, not just pause.
-pub(crate) const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
 /// How many stealable jobs a worker keeps offering before `join` stops publishing its second
 /// halves (see `WorkerThread::should_publish`). Thieves take the oldest, so the reserve holds
 /// the largest pieces; a few are enough, since every steal makes the owner publish again at
@@ -280,8 +276,10 @@ impl WorkerThread {
                 break true;
             }
             // Woken by `set_active_workers`, by a `submit_to` that raced our retirement (its
-            // task is in our mailbox: the loop hands it on), or by termination. Not in the
-            // idle bitmap, so no notifier counts on us.
+            // task is in our mailbox: the loop hands it on), or by termination, each a plain
+            // token set after the change it announces (so the next pass sees the change);
+            // no timeout unless `Builder::park_safety_net` set one. Not in the idle bitmap,
+            // so no notifier counts on us.
             registry
                 .sleep
                 .park_retired(self.index, registry.park_safety_net);
