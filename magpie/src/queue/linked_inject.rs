@@ -5,10 +5,11 @@
 //!
 //! [`Inject`](super::inject::Inject) takes its lock on every push. Every spawn or wake from a
 //! thread outside the pool pushes here, and with many workers pulling batches the pushers
-//! queue behind them on the lock (at 16 workers, remote spawns ran 1.6x slower than tokio's).
+//! queue behind them on the lock (issue 19: at 16 workers, magpie's remote spawns took 1.6x
+//! tokio's time).
 //! Producers and consumers want different things: a push is one item from anywhere, often
-//! with no consumer around; a pull is a batch, by one of the workers, that must come out
-//! oldest first. So the two sides get two structures:
+//! with no consumer around; a pull is usually a batch, by one of the workers, that must
+//! come out oldest first. So the two sides get two structures:
 //!
 //! * **Producers** push onto a Treiber stack (Treiber, "Systems Programming: Coping with
 //!   Parallelism", IBM RJ 5118, 1986): link the node to the current top, CAS the top from
@@ -24,10 +25,11 @@
 //!   the stack (it was taken off the stack earlier, and the stack keeps push order), so
 //!   "list first, then the reversed stack" is push order overall. The lock makes the
 //!   consumer side simple: one consumer walks and rewrites the list at a time, so there is
-//!   no Treiber-pop ABA there either, and no memory reclamation problem. Consumers pull
-//!   batches, so it is taken once per batch, not once per task, and never by a pusher.
+//!   no Treiber-pop ABA there either, and no memory reclamation problem. Consumers mostly
+//!   pull batches, so it is taken about once per batch, and never by a pusher.
 //!
-//! Alternatives considered: Vyukov's intrusive MPSC queue (one `swap` per push, wait-free)
+//! Alternatives considered: Vyukov's intrusive MPSC queue (1024cores.net, "Intrusive MPSC
+//! node-based queue"; one `swap` per push, wait-free)
 //! keeps FIFO order without a reversal, but has a window in which a pushed node is not yet
 //! linked, during which the consumer must spin or report "empty" though the queue is not
 //! (which the sleep protocol's recheck cannot tell from really empty), and closing it needs
@@ -48,13 +50,33 @@
 //!
 //! # The length
 //!
-//! `len` counts nodes pushed (or being pushed) and not yet taken. A push adds one *before*
-//! its CAS and a consumer subtracts after it took nodes, so `len` never falls short of the
-//! nodes a consumer could take (invariant 4): it may count a push still in flight. That is
-//! what the sleep protocol's recheck needs (`Registry::has_visible_tasks`, sleep/README.md
-//! R1 and R5): the increment is a store of the push, before the `notify_task` that follows
-//! it, so a worker's recheck after its heavy barrier sees it. It costs one more RMW per push,
-//! on the cache line the CAS already owns.
+//! `len` counts nodes pushed and not yet taken, for the workers' batch size, the statistics
+//! and the sleep protocol's recheck (`Registry::has_visible_tasks`; sleep/README.md, R1 and
+//! R5). A push adds its count *after* the CAS that published its nodes; a consumer subtracts
+//! what it took while it still holds the lock. A consumer may take a node before its push
+//! has counted it, so the counter can dip below zero for a moment (it wraps;
+//! [`LinkedInject::len`] reads it as signed and clamps at 0). It never counts a node that is
+//! not there yet, so a worker that sees `len > 0` finds a node unless another worker takes it
+//! first. Counting before the CAS would cover pushes in flight instead: a pusher preempted
+//! between the two would send every idle worker round "not empty", finding nothing,
+//! parking, and a recheck that wakes it again, until the pusher runs.
+//!
+//! The subtraction is made under the lock so that a worker that read an older, larger count
+//! and came for a node it did not find reads the newer count after its visit (it took the
+//! lock after the subtraction), instead of coming back: the loom models of the whole runtime
+//! (`runtime/loom_runtime.rs`) exceed loom's branch limit with the subtraction after the
+//! unlock, loom letting a Relaxed load return the older count again and again.
+//!
+//! Why the recheck still sees every push. The increment is a store of the push, made before
+//! the `notify_task` that follows every push (R1: the light barrier, then a load of the sleep
+//! state). Suppose a worker's recheck (R2's heavy barrier, then a load of `len`) reads 0 while
+//! node J is queued. The value it read then leaves out the increment of some push that
+//! published a node: J's own, or that of a node a consumer has already subtracted. That
+//! increment comes after the read, so by the barrier pair that push's load of the sleep state
+//! sees this worker's registration as parked, and its `notify_task` acts as the publisher in
+//! the README's proof: it wakes a worker, or relies on a searcher that will recheck. A push
+//! counts its nodes in a bounded number of its own steps, without waiting for anyone, so J
+//! is not left behind while every worker sleeps.
 //!
 //! # Invariants
 //!
@@ -67,11 +89,14 @@
 //!    stack; so every access to a link is ordered by happens-before (a plain cell suffices,
 //!    and under loom the cell checks exactly this).
 //! 3. `head` is null, a node, or [`closed`]. Pushers change it only from a non-sentinel to a
-//!    node; it becomes the sentinel only in `close`, and consumers swap it out only while
-//!    holding the lock, so under the lock a non-sentinel `head` stays so. Once closed it
-//!    never changes again, and the list is empty: a closed queue only shrinks.
-//! 4. Every node on the stack or in the list was counted in `len` before it became
-//!    reachable, and is uncounted only after it left; `len` >= nodes reachable.
+//!    node. It becomes the sentinel only in `close`, under the lock, which also sets
+//!    `Synced::closed`; consumers swap `head` out only under the lock and only while that
+//!    flag is clear, so nothing replaces the sentinel: once closed, `head` never changes
+//!    again and the list stays empty. A closed queue only shrinks.
+//! 4. `len`, read as signed, is the number of nodes whose push has counted them, minus the
+//!    number taken. A push counts its nodes only after they are published, so `len` never
+//!    exceeds the nodes reachable, and falls short of them only by nodes whose push has not
+//!    counted them yet.
 
 use std::fmt;
 use std::ptr::{self, NonNull};
@@ -143,7 +168,8 @@ unsafe fn reverse<T: Linked>(mut newest: *mut T) -> *mut T {
 struct Shared<T> {
     /// The top of the Treiber stack (the newest push), null, or [`closed`] (invariant 3).
     head: AtomicPtr<T>,
-    /// Nodes pushed or being pushed, not yet taken (invariant 4).
+    /// Nodes counted by their push and not yet taken, as a wrapping signed count
+    /// (invariant 4).
     len: AtomicUsize,
 }
 
@@ -151,6 +177,8 @@ struct Shared<T> {
 struct Synced<T> {
     /// The oldest node of the consumers' list, linked oldest first; null when empty.
     first: *mut T,
+    /// Set by `close`, with `head` set to the sentinel (invariant 3).
+    closed: bool,
 }
 
 impl<T: Linked> Synced<T> {
@@ -170,15 +198,17 @@ impl<T: Linked> Synced<T> {
     /// Moves the whole stack into the (empty) list, oldest first.
     fn refill(&mut self, shared: &Shared<T>) {
         debug_assert!(self.first.is_null());
-        // Relaxed: only to skip the swap when there is nothing to take, and to leave the
-        // sentinel alone (invariant 3: under the lock it cannot appear after this load).
-        let top = shared.head.load(Relaxed);
-        if top.is_null() || top == closed() {
+        // The sentinel stays (invariant 3).
+        if self.closed {
             return;
         }
-        // Acquire: pairs with the Release CAS in `push` / `push_batch` (and, through the
-        // release sequence of those CASes, with every earlier push still on the stack), so
-        // the links and contents of every node we took are visible.
+        // A swap, not a load first to skip an empty stack: an RMW reads the latest `head`,
+        // where a load may return an older value, and a consumer sent here by `len` would
+        // come back empty-handed (loom keeps returning the older value, and the workers of
+        // its runtime models then never find the task).
+        // Acquire: pairs with the Release CAS in `publish` (and, through the release
+        // sequence of those CASes, with every earlier push still on the stack), so the
+        // links and contents of every node we took are visible.
         let top = shared.head.swap(ptr::null_mut(), Acquire);
         debug_assert!(top != closed(), "invariant 3");
         // SAFETY: the swap made the stack ours (invariant 2).
@@ -244,11 +274,11 @@ unsafe impl<T: Send> Send for LinkedInject<T> {}
 // and links ordered by invariant 2.
 unsafe impl<T: Send> Sync for LinkedInject<T> {}
 
-impl<T> fmt::Debug for LinkedInject<T> {
+impl<T: Linked> fmt::Debug for LinkedInject<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LinkedInject")
+            .field("len", &self.len())
             // Relaxed: for display.
-            .field("len", &self.shared.len.load(Relaxed))
             .field("closed", &(self.shared.head.load(Relaxed) == closed()))
             .finish_non_exhaustive()
     }
@@ -264,6 +294,7 @@ impl<T: Linked> LinkedInject<T> {
             }),
             synced: Mutex::new(Synced {
                 first: ptr::null_mut(),
+                closed: false,
             }),
             locks: StatAtomicU64::new(0),
         }
@@ -287,24 +318,18 @@ impl<T: Linked> LinkedInject<T> {
     }
 
     /// Links the chain `newest ..= oldest` (already linked newest first, `oldest`'s link
-    /// free) on top of the stack with one CAS, after counting its `count` nodes. Returns
-    /// false, having uncounted them, if the queue is closed.
+    /// free) on top of the stack with one CAS, then counts its `count` nodes. Returns false if
+    /// the queue is closed (nothing published, nothing counted).
     ///
     /// # Safety
     ///
     /// The caller owns the chain's nodes (they are unpublished), and they meet `push`'s
     /// contract.
     unsafe fn publish(&self, newest: NonNull<T>, oldest: NonNull<T>, count: usize) -> bool {
-        // Counted before the nodes become reachable (invariant 4). Relaxed: what orders it
-        // for a consumer is the CAS below (its Release, the consumer's Acquire swap); for the
-        // sleep protocol, the barrier in the `notify_task` that follows the push.
-        self.shared.len.fetch_add(count, Relaxed);
         // Relaxed: only a guess at the top; the CAS checks it.
         let mut top = self.shared.head.load(Relaxed);
         loop {
             if top == closed() {
-                // Relaxed: as the increment above.
-                self.shared.len.fetch_sub(count, Relaxed);
                 return false;
             }
             // SAFETY: `oldest` is unpublished, so its link is ours (invariant 2).
@@ -324,10 +349,15 @@ impl<T: Linked> LinkedInject<T> {
                 .head
                 .compare_exchange_weak(top, newest.as_ptr(), success, Relaxed)
             {
-                Ok(_) => return true,
+                Ok(_) => break,
                 Err(actual) => top = actual,
             }
         }
+        // Counted once reachable (invariant 4; module docs, "The length"). Relaxed: the
+        // count orders nothing for a consumer (the CAS does); for the sleep protocol, the
+        // barrier in the caller's `notify_task`, after this, orders it.
+        self.shared.len.fetch_add(count, Relaxed);
+        true
     }
 
     /// Appends `node`; gives it back if the queue is closed. Takes no lock.
@@ -393,11 +423,20 @@ impl<T: Linked> LinkedInject<T> {
         if self.is_empty() {
             return None;
         }
-        let node = self.lock().take(&self.shared)?;
-        // Relaxed: invariant 4 (the node is gone before it is uncounted); nothing is read
-        // from the count but its value.
-        self.shared.len.fetch_sub(1, Relaxed);
+        let mut synced = self.lock();
+        let node = synced.take(&self.shared)?;
+        self.uncount(1);
+        drop(synced);
         Some(node)
+    }
+
+    /// Subtracts `taken` nodes from `len`. The caller holds the lock, so that whoever takes
+    /// it next reads this count or a later one (module docs, "The length").
+    fn uncount(&self, taken: usize) {
+        // Relaxed: invariant 4 needs only the value (the nodes are gone before they are
+        // uncounted), and the lock orders it for the next consumer. It may wrap below zero
+        // for a moment.
+        self.shared.len.fetch_sub(taken, Relaxed);
     }
 
     /// Takes up to `max` of the oldest nodes, oldest first, into `out`, under one lock.
@@ -416,11 +455,10 @@ impl<T: Linked> LinkedInject<T> {
             taken += 1;
             Some(node)
         }));
-        drop(synced);
         if taken > 0 {
-            // Relaxed: as in `pop`.
-            self.shared.len.fetch_sub(taken, Relaxed);
+            self.uncount(taken);
         }
+        drop(synced);
         taken
     }
 
@@ -437,6 +475,7 @@ impl<T: Linked> LinkedInject<T> {
         // Acquire: pairs with the Release CAS of every push on the stack, as in `refill`.
         // From here on every push sees the sentinel (invariant 3).
         let top = self.shared.head.swap(closed(), Acquire);
+        synced.closed = true;
         if top != closed() {
             // SAFETY: the swap made the stack ours.
             let mut first = unsafe { reverse(top) };
@@ -446,21 +485,22 @@ impl<T: Linked> LinkedInject<T> {
                 all.push(node);
             }
         }
+        self.uncount(all.len());
         drop(synced);
-        // Relaxed: as in `pop`.
-        self.shared.len.fetch_sub(all.len(), Relaxed);
         all
     }
 
-    /// The number of queued nodes, counting pushes in flight (invariant 4); possibly stale.
+    /// The number of queued nodes, possibly stale, and short by pushes that have not counted
+    /// their nodes yet (invariant 4).
     pub(crate) fn len(&self) -> usize {
         // Relaxed: a hint. A consumer that acts on it takes the lock and the Acquire swap;
-        // the sleep protocol's recheck is ordered by its barriers (sleep/README.md).
-        self.shared.len.load(Relaxed)
+        // the sleep protocol's recheck is ordered by its barriers (module docs, "The
+        // length"). Below zero (a node taken before its push counted it) reads as 0.
+        let len = self.shared.len.load(Relaxed) as isize;
+        len.max(0) as usize
     }
 
-    /// Whether the queue looks empty (possibly stale; never after a push that happened
-    /// before, invariant 4).
+    /// Whether the queue looks empty (possibly stale; see `len`).
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }

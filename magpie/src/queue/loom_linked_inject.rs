@@ -103,6 +103,51 @@ fn loom_inject_two_producers_and_a_consumer() {
 }
 
 #[test]
+fn loom_inject_two_consumers_race_a_producer() {
+    // One producer (a single push, then a batch of two) races two consumers (a pop and a
+    // pop_batch each): the lock hands the stack to one consumer at a time, and a consumer
+    // that finds the list empty while the other refills it comes back with nothing rather
+    // than with a node twice.
+    model(None, || {
+        let nodes = Arc::new(Nodes::new(3));
+        let q = Arc::new(LinkedInject::new());
+        let producer = {
+            let (q, nodes) = (q.clone(), nodes.clone());
+            thread::spawn(move || {
+                assert!(push(&q, &nodes, 0));
+                assert!(push_batch(&q, &nodes, &[1, 2]).is_empty());
+            })
+        };
+        let consumer = {
+            let (q, nodes) = (q.clone(), nodes.clone());
+            thread::spawn(move || {
+                let mut out = Vec::new();
+                q.pop_batch(2, &mut out);
+                let mut taken: Vec<usize> = out.into_iter().map(|n| nodes.index_of(n)).collect();
+                taken.extend(q.pop().map(|n| nodes.index_of(n)));
+                taken
+            })
+        };
+
+        let mut mine: Vec<usize> = q.pop().map(|n| nodes.index_of(n)).into_iter().collect();
+        let mut out = Vec::new();
+        q.pop_batch(2, &mut out);
+        mine.extend(out.into_iter().map(|n| nodes.index_of(n)));
+
+        producer.join().unwrap();
+        let theirs = consumer.join().unwrap();
+        // Each consumer's takes are a subsequence of one FIFO order.
+        assert!(mine.windows(2).all(|w| w[0] < w[1]), "{mine:?}");
+        assert!(theirs.windows(2).all(|w| w[0] < w[1]), "{theirs:?}");
+        let mut taken = mine;
+        taken.extend(theirs);
+        drain(&q, &nodes, &mut taken);
+        nodes.check(&taken, true);
+        assert!(q.is_empty());
+    });
+}
+
+#[test]
 fn loom_inject_push_races_close() {
     // A producer pushes one node and then a batch of two while the main thread pops once
     // and closes: every node is popped, returned by `close`, or refused, exactly once, and
