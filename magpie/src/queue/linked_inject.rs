@@ -203,9 +203,8 @@ impl<T: Linked> Synced<T> {
             return;
         }
         // A swap, not a load first to skip an empty stack: an RMW reads the latest `head`,
-        // where a load may return an older value, and a consumer sent here by `len` would
-        // come back empty-handed (loom keeps returning the older value, and the workers of
-        // its runtime models then never find the task).
+        // where a load may return an older one (and under loom, may do so again and again),
+        // sending a consumer that `len` sent here away empty-handed.
         // Acquire: pairs with the Release CAS in `publish` (and, through the release
         // sequence of those CASes, with every earlier push still on the stack), so the
         // links and contents of every node we took are visible.
