@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The loom models, under `--cfg loom`:
 #   1. the data structures and protocols (the deque, the task ring, the LIFO slot, the task
-#      state machine, the sleep protocol, the timer driver, the trace ring), at
+#      inject queue, the task state machine, the sleep protocol, the timer driver, the trace ring), at
 #      LOOM_MAX_PREEMPTIONS (3 unless set);
 #   2. the whole runtime on two workers (runtime/loom_runtime.rs), at one preemption, or at
 #      the bound given by `--runtime-bound N` (the longer tier uses 2);
@@ -28,7 +28,8 @@ RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
     cargo test --release -p magpie --lib loom_runtime_ -- --test-threads=2 "$@"
 
 # Negative controls: with `--cfg magpie_loom_broken` the code under test is deliberately
-# broken (a Relaxed where Acquire is needed in the deque's steal; the trace ring's reader
+# broken (a Relaxed where Acquire is needed in the deque's steal; a Relaxed where Release is
+# needed in the task inject queue's publishing CAS; the trace ring's reader
 # keeping torn events; the timer driver storing its next deadline outside the lock, and
 # closing in two lock holds (draining, then marking closed); a task
 # completer that leaves the live list before settling who drops the output; a worker that
@@ -40,7 +41,8 @@ RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
 RUSTFLAGS="--cfg loom --cfg magpie_loom_broken ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom-broken \
     LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
     cargo test --release -p magpie --lib -- --test-threads=1 \
-    loom_pop_then_push_reuses_slot_while_stolen_from loom_trace:: \
+    loom_pop_then_push_reuses_slot_while_stolen_from loom_inject_two_producers_and_a_consumer \
+    loom_trace:: \
     loom_timer_register_races_fire loom_timer_close_races_register \
     loom_wait_idle_after_handle_drop_sees_the_output_dropped \
     loom_handle_reads_or_drops_while_the_task_leaves_the_list \

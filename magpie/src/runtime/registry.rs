@@ -9,6 +9,7 @@ use crate::join::latch::{CrossLatch, Latch, LockLatch};
 use crate::queue::chase_lev::Stealer;
 use crate::queue::inject::Inject;
 use crate::queue::lifo::LifoSlot;
+use crate::queue::linked_inject::LinkedInject;
 use crate::queue::local;
 use crate::sleep::Sleep;
 use crate::stats::trace::TraceBuffer;
@@ -53,8 +54,9 @@ pub(crate) struct Registry {
     pub(crate) stealers: Box<[Stealer<JobHeader>]>,
     /// Jobs from threads outside the pool (`install`, `join` called from outside).
     pub(crate) inject: Inject<JobRef>,
-    /// Tasks from threads outside the pool, and overflow from full rings.
-    pub(crate) task_inject: Inject<NonNull<Header>>,
+    /// Tasks from threads outside the pool, and overflow from full rings. Pushes take no
+    /// lock (`queue/linked_inject.rs`).
+    pub(crate) task_inject: LinkedInject<Header>,
     /// Per worker.
     pub(crate) task_slots: Box<[CachePadded<TaskSlots>]>,
     pub(crate) sleep: Sleep,
@@ -143,7 +145,7 @@ impl Registry {
         Registry {
             stealers: stealers.into_boxed_slice(),
             inject: Inject::new(),
-            task_inject: Inject::new(),
+            task_inject: LinkedInject::new(),
             task_slots: rings
                 .into_iter()
                 .map(|ring| {
@@ -270,6 +272,8 @@ impl Registry {
     /// what is left in them (tasks woken from outside while the workers wound down).
     pub(crate) fn worker_exited(&self, last: bool) {
         if last {
+            // `close` takes every push that landed and refuses every later one (they shut
+            // their task down themselves: `push_remote`, `inject_tasks`).
             for ptr in self.task_inject.close() {
                 // SAFETY: the queue held this Notified (see `push_remote`).
                 unsafe { Task::from_header(ptr) }.shutdown();
@@ -305,11 +309,14 @@ impl Registry {
     /// Queues a task from a thread that is not one of this runtime's workers.
     pub(crate) fn push_remote(&self, task: Task) {
         if cfg!(not(magpie_no_stats)) {
-            // Relaxed: a statistic. A shared RMW, but remote pushes take the inject lock
-            // right after, which costs more.
+            // Relaxed: a statistic. A shared RMW, but the push right after makes two more
+            // (its count and its CAS).
             self.remote_schedules.fetch_add(1, Relaxed);
         }
-        match self.task_inject.push(task.into_header()) {
+        // SAFETY: the Notified's reference keeps the task allocated while it is queued, and
+        // the task has no other Notified, so it is in no other queue (task state 1); its
+        // link is the queue's (`LinkedInject` invariant 1).
+        match unsafe { self.task_inject.push(task.into_header()) } {
             // A negative control for the shuttle scenarios (`--cfg magpie_shuttle_broken`):
             // a remote push that wakes nobody, which `shuttle_outside_wake_into_parked_pool`
             // must report as a deadlock.
@@ -473,7 +480,9 @@ impl Registry {
     /// them if it is closed (only after every worker has exited, so not in practice; it keeps
     /// every task accounted for). Wakes nobody: the caller decides.
     pub(crate) fn inject_tasks(&self, items: impl IntoIterator<Item = NonNull<Header>>) {
-        if let Err(refused) = self.task_inject.push_batch(items) {
+        // SAFETY: each pointer carries its task's one Notified (the caller's queue held it,
+        // and gave it up), as in `push_remote`.
+        if let Err(refused) = unsafe { self.task_inject.push_batch(items) } {
             for ptr in refused {
                 // SAFETY: each pointer carries its Notified's reference (the caller's queue
                 // held it).

@@ -482,8 +482,9 @@ pub struct Stats {
     /// Tasks queued from threads outside the pool: remote spawns and wakes (tokio's
     /// `remote_schedule_count`).
     pub remote_schedules: u64,
-    /// Times a thread took the lock of a global inject queue (jobs or tasks), to push or
-    /// to pop. Pops skip an empty queue without the lock.
+    /// Times a thread took the lock of a global inject queue: the job queue's, to push or to
+    /// pop, and the task queue's consumer lock, to pop. Task pushes (remote spawns and
+    /// wakes, ring overflow) take no lock, and pops skip an empty queue without one.
     pub inject_lock_acquisitions: u64,
     /// The barrier mode the workers use (see [`Runtime::barrier_mode`](crate::Runtime::barrier_mode)).
     pub barrier_mode: crate::BarrierMode,

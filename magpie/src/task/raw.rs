@@ -67,15 +67,28 @@ pub(crate) struct Header {
     pub(crate) owned: UnsafeCell<OwnedLink>,
     /// The id of the runtime (or other owner) that spawned the task.
     pub(crate) owner_id: usize,
+    /// The task's link in the task inject queue (`queue/linked_inject.rs`), which alone
+    /// touches it. One link suffices: a queued task is queued through its `Notified`, and a
+    /// task has at most one (state 1), so it is in at most one such queue, once.
+    pub(crate) queue_next: UnsafeCell<*mut Header>,
 }
 
 // SAFETY: a header is shared by every holder of the task, on any thread: its state word is
-// atomic, its vtable and owner id are immutable, and its `owned` links are touched only under
-// the owner list's lock (invariant 3). What the header stands for (the future and output)
-// is `Send` (`RawTask::new` requires it).
+// atomic, its vtable and owner id are immutable, its `owned` links are touched only under
+// the owner list's lock (invariant 3), and its `queue_next` link only by the inject queue
+// that holds its `Notified`, as that queue's invariants 1 and 2 allow. What the header
+// stands for (the future and output) is `Send` (`RawTask::new` requires it).
 unsafe impl Send for Header {}
 // SAFETY: as above.
 unsafe impl Sync for Header {}
+
+// SAFETY: `queue_next` is a field of the header, the same for every call, and only the
+// inject queue touches it (see the field).
+unsafe impl crate::queue::linked_inject::Linked for Header {
+    fn queue_link(&self) -> &UnsafeCell<*mut Header> {
+        &self.queue_next
+    }
+}
 
 /// What the task is doing with its future: polling it, holding its result, or done.
 pub(crate) enum Stage<F: Future> {
@@ -163,6 +176,7 @@ impl RawTask {
                 vtable: vtable::<F, S>(),
                 owned: UnsafeCell::new(OwnedLink::default()),
                 owner_id,
+                queue_next: UnsafeCell::new(ptr::null_mut()),
             },
             core: Core {
                 scheduler,
