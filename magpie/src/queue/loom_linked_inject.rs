@@ -20,7 +20,8 @@ use loom::thread;
 use super::linked_inject::{LinkedInject, Refused};
 use super::test_nodes::{Node, Nodes};
 use crate::sync::atomic::*;
-use crate::sync::{barrier, Arc, AtomicBool};
+use crate::sync::barrier::Barrier;
+use crate::sync::{Arc, AtomicBool};
 use crate::util::loom_support::model;
 
 /// Pushes node `i`, filled by this thread; returns whether it was accepted.
@@ -210,7 +211,7 @@ fn loom_inject_push_vs_sleep_recheck() {
             let (q, nodes, asleep) = (q.clone(), nodes.clone(), asleep.clone());
             thread::spawn(move || {
                 assert!(push(&q, &nodes, 0));
-                barrier::light();
+                Barrier::SYMMETRIC.light();
                 // Relaxed: ordered by the barrier pair.
                 asleep.load(Relaxed)
             })
@@ -225,7 +226,7 @@ fn loom_inject_push_vs_sleep_recheck() {
 
         // Relaxed: ordered by the barrier pair.
         asleep.store(true, Relaxed);
-        barrier::heavy();
+        Barrier::SYMMETRIC.heavy();
         let recheck_sees_work = !q.is_empty();
 
         let saw_sleeper = producer.join().unwrap();
