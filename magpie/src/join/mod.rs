@@ -103,9 +103,26 @@ where
     // covers this call.
     match unsafe { WorkerThread::current().as_ref() } {
         Some(worker) => join_on_worker(worker, a, b),
-        None => crate::runtime::context::current_registry()
-            .in_worker_cold(move |worker| join_on_worker(worker, a, b)),
+        None => join_cold(a, b),
     }
+}
+
+/// `join` called outside the pool: run it on a worker of the current runtime and block.
+///
+/// Out of line, and `#[cold]`: it runs once per computation, but inlined into the caller, the
+/// `Arc<Registry>` it holds and drops took a callee-saved register in every `join` on a
+/// worker, 2 instructions per `join` (BENCHMARKS.md, "The shape of `join`'s fast path").
+#[cold]
+#[inline(never)]
+fn join_cold<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    crate::runtime::context::current_registry()
+        .in_worker_cold(move |worker| join_on_worker(worker, a, b))
 }
 
 #[inline]
@@ -126,15 +143,50 @@ where
 /// This worker already offers enough stealable jobs: run both halves here, `a` first, with
 /// the same panic rules as the published path. Not a job: nothing was queued, and nothing is
 /// counted (a counter bump per call would chain every `join` through one memory location).
+///
+/// Each panic is handled where it is caught, in a cold function that does not return, so
+/// that nothing about a panic outlives its `catch_unwind` and the path that does not panic
+/// is `a(); b();` and the policy check. Keeping `a`'s outcome as a `Result` until `b` had
+/// returned (as `join_outcomes` does) cost every call a callee-saved register live across
+/// `b`, its zeroing and a test: 4 instructions per `join`, out of the 19.5 this path then
+/// added to `a` and `b` (BENCHMARKS.md, "The shape of `join`'s fast path").
 #[inline]
 fn join_inline<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA,
     B: FnOnce() -> RB,
 {
-    let ra = unwind::halt_unwinding(a);
+    let ra = match unwind::halt_unwinding(a) {
+        Ok(ra) => ra,
+        Err(payload) => a_panicked_cold(payload, b),
+    };
+    match unwind::halt_unwinding(b) {
+        Ok(rb) => (ra, rb),
+        Err(payload) => b_panicked_cold(ra, payload),
+    }
+}
+
+/// `join_inline` after `a` panicked: `b` still runs (outside the unwind, like every `b`),
+/// then `a`'s panic is resumed and whatever `b` left is dropped quietly (`join_outcomes`'
+/// rules).
+#[cold]
+#[inline(never)]
+fn a_panicked_cold<B, RB>(payload: Payload, b: B) -> !
+where
+    B: FnOnce() -> RB,
+{
     let rb = unwind::halt_unwinding(b);
-    join_outcomes(ra, rb)
+    unwind::drop_quietly(rb);
+    unwind::resume_unwinding(payload)
+}
+
+/// `join_inline` after `b` panicked and `a` returned: `a`'s value is dropped quietly and
+/// `b`'s panic resumed (`join_outcomes`' rules).
+#[cold]
+#[inline(never)]
+fn b_panicked_cold<RA>(ra: RA, payload: Payload) -> ! {
+    unwind::drop_quietly(ra);
+    unwind::resume_unwinding(payload)
 }
 
 /// `b` becomes a job on this worker's deque, where any idle worker can steal it.
