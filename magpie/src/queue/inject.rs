@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 
 use crate::sync::atomic::*;
-use crate::sync::{AtomicUsize, Mutex, MutexGuard, StatAtomicU64};
+use crate::sync::{AtomicUsize, CountedMutex};
 
 /// The part reachable only under the lock.
 #[derive(Debug)]
@@ -26,45 +26,29 @@ struct Synced<T> {
 /// A multi-producer, multi-consumer FIFO.
 #[derive(Debug)]
 pub(crate) struct Inject<T> {
-    synced: Mutex<Synced<T>>,
+    synced: CountedMutex<Synced<T>>,
     len: AtomicUsize,
-    /// Times the lock was taken (a statistic: `Stats::inject_lock_acquisitions`). Written
-    /// only under the lock.
-    locks: StatAtomicU64,
 }
 
 impl<T> Inject<T> {
     pub(crate) fn new() -> Inject<T> {
         Inject {
-            synced: Mutex::new(Synced {
+            synced: CountedMutex::new(Synced {
                 queue: VecDeque::new(),
                 closed: false,
             }),
             len: AtomicUsize::new(0),
-            locks: StatAtomicU64::new(0),
         }
-    }
-
-    /// Takes the lock and counts it.
-    fn lock(&self) -> MutexGuard<'_, Synced<T>> {
-        let guard = crate::sync::lock(&self.synced);
-        if cfg!(not(magpie_no_stats)) {
-            // Relaxed load and store: only the lock holder writes it; readers want no ordering.
-            self.locks
-                .store(self.locks.load(Relaxed).wrapping_add(1), Relaxed);
-        }
-        guard
     }
 
     /// Times the lock was taken so far.
     pub(crate) fn lock_acquisitions(&self) -> u64 {
-        // Relaxed: a statistic.
-        self.locks.load(Relaxed)
+        self.synced.acquisitions()
     }
 
     /// Appends `item`; gives it back if the queue is closed.
     pub(crate) fn push(&self, item: T) -> Result<(), T> {
-        let mut synced = self.lock();
+        let mut synced = self.synced.lock();
         if synced.closed {
             return Err(item);
         }
@@ -86,7 +70,7 @@ impl<T> Inject<T> {
         I: IntoIterator<Item = T>,
     {
         let items = items.into_iter();
-        let mut synced = self.lock();
+        let mut synced = self.synced.lock();
         if synced.closed {
             return Err(items);
         }
@@ -101,7 +85,7 @@ impl<T> Inject<T> {
         if self.is_empty() {
             return None;
         }
-        let mut synced = self.lock();
+        let mut synced = self.synced.lock();
         let item = synced.queue.pop_front();
         // Relaxed: invariant 1; the lock orders it for every other writer.
         self.len.store(synced.queue.len(), Relaxed);
@@ -114,7 +98,7 @@ impl<T> Inject<T> {
         if self.is_empty() || max == 0 {
             return 0;
         }
-        let mut synced = self.lock();
+        let mut synced = self.synced.lock();
         let n = max.min(synced.queue.len());
         out.extend(synced.queue.drain(..n));
         // Relaxed: invariant 1.
@@ -125,7 +109,7 @@ impl<T> Inject<T> {
     /// Refuses further pushes and returns everything still queued.
     #[allow(dead_code)] // used by the async side's shutdown
     pub(crate) fn close(&self) -> Vec<T> {
-        let mut synced = self.lock();
+        let mut synced = self.synced.lock();
         synced.closed = true;
         self.len.store(0, Relaxed);
         synced.queue.drain(..).collect()

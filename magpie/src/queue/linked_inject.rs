@@ -102,7 +102,7 @@ use std::fmt;
 use std::ptr::{self, NonNull};
 
 use crate::sync::atomic::*;
-use crate::sync::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, StatAtomicU64, UnsafeCell};
+use crate::sync::{AtomicPtr, AtomicUsize, CountedMutex, UnsafeCell};
 use crate::util::CachePadded;
 
 /// A node the queue links through a field of its own.
@@ -259,10 +259,8 @@ impl<I, T> fmt::Debug for Refused<I, T> {
 /// docs).
 pub(crate) struct LinkedInject<T> {
     shared: CachePadded<Shared<T>>,
-    synced: Mutex<Synced<T>>,
-    /// Times the consumer lock was taken (a statistic: `Stats::inject_lock_acquisitions`).
-    /// Written only under the lock.
-    locks: StatAtomicU64,
+    /// The consumers' side; its lock counts its acquisitions (`Stats::inject_lock_acquisitions`).
+    synced: CountedMutex<Synced<T>>,
 }
 
 // SAFETY: the queue holds pointers to nodes that it hands to whichever thread pops them;
@@ -291,29 +289,16 @@ impl<T: Linked> LinkedInject<T> {
                 head: AtomicPtr::new(ptr::null_mut()),
                 len: AtomicUsize::new(0),
             }),
-            synced: Mutex::new(Synced {
+            synced: CountedMutex::new(Synced {
                 first: ptr::null_mut(),
                 closed: false,
             }),
-            locks: StatAtomicU64::new(0),
         }
-    }
-
-    /// Takes the consumer lock and counts it.
-    fn lock(&self) -> MutexGuard<'_, Synced<T>> {
-        let guard = crate::sync::lock(&self.synced);
-        if cfg!(not(magpie_no_stats)) {
-            // Relaxed load and store: only the lock holder writes it; readers want no ordering.
-            self.locks
-                .store(self.locks.load(Relaxed).wrapping_add(1), Relaxed);
-        }
-        guard
     }
 
     /// Times the consumer lock was taken so far (pushes take none).
     pub(crate) fn lock_acquisitions(&self) -> u64 {
-        // Relaxed: a statistic.
-        self.locks.load(Relaxed)
+        self.synced.acquisitions()
     }
 
     /// Links the chain `newest ..= oldest` (already linked newest first, `oldest`'s link
@@ -422,7 +407,7 @@ impl<T: Linked> LinkedInject<T> {
         if self.is_empty() {
             return None;
         }
-        let mut synced = self.lock();
+        let mut synced = self.synced.lock();
         let node = synced.take(&self.shared)?;
         self.uncount(1);
         drop(synced);
@@ -444,7 +429,7 @@ impl<T: Linked> LinkedInject<T> {
         if max == 0 || self.is_empty() {
             return 0;
         }
-        let mut synced = self.lock();
+        let mut synced = self.synced.lock();
         let mut taken = 0;
         out.extend(std::iter::from_fn(|| {
             if taken == max {
@@ -463,7 +448,7 @@ impl<T: Linked> LinkedInject<T> {
 
     /// Refuses further pushes and returns everything queued, oldest first.
     pub(crate) fn close(&self) -> Vec<NonNull<T>> {
-        let mut synced = self.lock();
+        let mut synced = self.synced.lock();
         let mut all: Vec<NonNull<T>> = std::iter::from_fn(|| {
             let node = NonNull::new(synced.first)?;
             // SAFETY: a node in the list is ours under the lock (invariants 1 and 2).

@@ -115,6 +115,43 @@ pub(crate) fn wait_until<'a, T>(
     }
 }
 
+/// A mutex that counts how often it is taken: the inject queues' locks, whose acquisitions
+/// `Stats::inject_lock_acquisitions` reports. Poisoning is ignored, as in [`lock`].
+#[derive(Debug)]
+pub(crate) struct CountedMutex<T> {
+    mutex: Mutex<T>,
+    /// Written only under the lock.
+    locks: StatAtomicU64,
+}
+
+impl<T> CountedMutex<T> {
+    pub(crate) fn new(value: T) -> CountedMutex<T> {
+        CountedMutex {
+            mutex: Mutex::new(value),
+            locks: StatAtomicU64::new(0),
+        }
+    }
+
+    /// Takes the lock and counts it.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+        let guard = lock(&self.mutex);
+        if cfg!(not(magpie_no_stats)) {
+            // Relaxed load and store: only the lock holder writes it; readers want no ordering.
+            self.locks.store(
+                self.locks.load(atomic::Relaxed).wrapping_add(1),
+                atomic::Relaxed,
+            );
+        }
+        guard
+    }
+
+    /// Times the lock was taken so far.
+    pub(crate) fn acquisitions(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.locks.load(atomic::Relaxed)
+    }
+}
+
 /// Locks `mutex`, ignoring poisoning.
 ///
 /// magpie never panics while holding one of its own locks (user code never runs under them),
