@@ -1,5 +1,7 @@
-//! The inject queue: a mutex-protected FIFO with a lock-free length, for work that arrives
-//! from outside the pool (or overflows a worker's local queue).
+//! The job inject queue: a mutex-protected FIFO with a lock-free length, for jobs that arrive
+//! from outside the pool (`install`, `join` and `scope` called from other threads). Tasks
+//! from outside, and a worker's ring overflow, go to `linked_inject`, whose pushes take no
+//! lock.
 //!
 //! Lock scope is visible in the types (tokio's `inject::{Shared, Synced}`): [`Synced`] is
 //! reachable only through the mutex, the length lives beside it so that workers can skip an
@@ -92,7 +94,8 @@ impl<T> Inject<T> {
         item
     }
 
-    /// Takes up to `max` of the oldest items, oldest first, into `out`.
+    /// Takes up to `max` of the oldest items, oldest first, into `out`. (The job queue takes
+    /// one job at a time; the task inject queue, which pulled batches, is `LinkedInject`.)
     #[allow(dead_code)]
     pub(crate) fn pop_batch(&self, max: usize, out: &mut impl Extend<T>) -> usize {
         if self.is_empty() || max == 0 {
@@ -107,7 +110,6 @@ impl<T> Inject<T> {
     }
 
     /// Refuses further pushes and returns everything still queued.
-    #[allow(dead_code)] // used by the async side's shutdown
     pub(crate) fn close(&self) -> Vec<T> {
         let mut synced = self.synced.lock();
         synced.closed = true;

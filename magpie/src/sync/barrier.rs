@@ -227,7 +227,7 @@ impl Barrier {
     }
 
     /// The asymmetric mode if this process can have it (for tests that stress it).
-    #[allow(dead_code)]
+    #[cfg(test)]
     pub(crate) fn best_available() -> Barrier {
         Barrier::resolve(BarrierMode::Asymmetric, 1)
     }
