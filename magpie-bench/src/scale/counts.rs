@@ -32,6 +32,8 @@ pub(crate) struct Counts {
     pub(crate) steal_attempts: u64,
     /// `membarrier` calls ([`WorkerStats::heavy_barriers`]).
     pub(crate) heavy_barriers: u64,
+    /// The heavy barriers of steal passes ([`WorkerStats::steal_heavy_barriers`]).
+    pub(crate) steal_heavy_barriers: u64,
     /// Times a worker went to sleep ([`WorkerStats::parks`]).
     pub(crate) parks: u64,
     /// Times a worker woke up ([`WorkerStats::unparks`]).
@@ -47,11 +49,12 @@ pub(crate) struct Counts {
 pub(crate) type Field = (&'static str, fn(&Counts) -> u64);
 
 /// Every field, in table order.
-pub(crate) const FIELDS: [Field; 8] = [
+pub(crate) const FIELDS: [Field; 9] = [
     ("steals", |c| c.steals),
     ("failed_steals", |c| c.failed_steals),
     ("steal_attempts", |c| c.steal_attempts),
     ("heavy_barriers", |c| c.heavy_barriers),
+    ("steal_heavy_barriers", |c| c.steal_heavy_barriers),
     ("parks", |c| c.parks),
     ("unparks", |c| c.unparks),
     ("spawns", |c| c.spawns),
@@ -75,6 +78,7 @@ impl Counts {
             failed_steals: workers(|w| w.failed_steals),
             steal_attempts: workers(|w| w.steal_attempts),
             heavy_barriers: workers(|w| w.heavy_barriers),
+            steal_heavy_barriers: workers(|w| w.steal_heavy_barriers),
             parks: workers(|w| w.parks),
             unparks: workers(|w| w.unparks),
             spawns: after.tasks_spawned().saturating_sub(before.tasks_spawned()),
@@ -132,9 +136,11 @@ impl CountSummary {
         self.samples.iter().map(read).sum()
     }
 
-    /// Heavy barriers per steal, over all samples together (`None` without a steal).
+    /// Heavy barriers of steal passes per steal, over all samples together (`None` without
+    /// a steal). Parks' barriers are left out: they are paid per park, not per steal, and
+    /// the `parks` column counts them.
     pub(crate) fn heavy_per_steal(&self) -> Option<f64> {
-        self.per(|c| c.heavy_barriers, |c| c.steals)
+        self.per(|c| c.steal_heavy_barriers, |c| c.steals)
     }
 
     /// Unparks per spawned task, over all samples together (`None` without a spawn).
@@ -187,7 +193,8 @@ mod tests {
     fn counts(steals: u64, heavy: u64, unparks: u64, spawns: u64) -> Counts {
         Counts {
             steals,
-            heavy_barriers: heavy,
+            heavy_barriers: heavy + 1,
+            steal_heavy_barriers: heavy,
             unparks,
             spawns,
             ..Counts::default()

@@ -10,11 +10,12 @@ use super::{Group, Point, RowResult};
 
 /// The count columns: header and reader (a [`Field`] whose name is the header). Spawns and unparks per spawn come only in the
 /// groups that spawn tasks.
-const COUNT_COLUMNS: [Field; 6] = [
+const COUNT_COLUMNS: [Field; 7] = [
     ("steals", |c| c.steals),
     ("failed steals", |c| c.failed_steals),
     ("steal attempts", |c| c.steal_attempts),
     ("heavy barriers", |c| c.heavy_barriers),
+    ("in steals", |c| c.steal_heavy_barriers),
     ("parks", |c| c.parks),
     ("unparks", |c| c.unparks),
 ];
@@ -163,7 +164,9 @@ pub(crate) fn legend() -> &'static str {
          samples. steals = jobs + tasks taken from another worker; failed steals = searches \
          that visited every other worker and found nothing; steal attempts = steal \
          operations on a non-empty deque, successful or not; heavy barriers = `membarrier` \
-         calls; heavy/steal = all samples' heavy barriers / all samples' steals; parks, \
+         calls, in steals = those of steal passes (one per pass, the rest are parks that \
+         left another worker running); heavy/steal = all samples' heavy barriers in steals \
+         / all samples' steals; parks, \
          unparks = workers going to sleep and waking; spawns = tasks spawned (on workers \
          and from outside); unparks/spawn = all unparks / all spawns; inject locks = \
          acquisitions of a global inject queue's lock.\n\n\

@@ -302,7 +302,7 @@ impl Registry {
     /// caller still owns it, and reports [`refused_after_shutdown`].
     pub(crate) fn inject(&self, job: JobRef) -> Result<(), JobRef> {
         self.inject.push(job)?;
-        self.sleep.notify_work();
+        self.sleep.notify_work_outside();
         Ok(())
     }
 
@@ -321,7 +321,7 @@ impl Registry {
             // a remote push that wakes nobody, which `shuttle_outside_wake_into_parked_pool`
             // must report as a deadlock.
             Ok(()) if cfg!(magpie_shuttle_broken) => {}
-            Ok(()) => self.sleep.notify_task(),
+            Ok(()) => self.sleep.notify_task_outside(),
             // SAFETY: the refused pointer is the Notified we just gave up.
             Err(ptr) => unsafe { Task::from_header(ptr) }.shutdown(),
         }
@@ -422,7 +422,7 @@ impl Registry {
             Ok(()) => {
                 // The owner may be asleep, and only it drains its mailbox promptly.
                 self.sleep.wake_worker(worker);
-                self.sleep.notify_task();
+                self.sleep.notify_task_outside();
             }
             // SAFETY: the refused pointer is the Notified we just gave up.
             Err(ptr) => unsafe { Task::from_header(ptr) }.shutdown(),

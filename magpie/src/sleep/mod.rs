@@ -194,6 +194,35 @@ impl Sleep {
         }
     }
 
+    /// [`Sleep::notify_work`] for a publisher that is not a running worker of this runtime
+    /// (an `install` from another thread, a remote spawn, a mailbox push, a worker handing
+    /// its queue on as it is switched off): a full fence in place of the light barrier, so
+    /// that it pairs with the fence of a worker that parks last and skips its heavy barrier
+    /// (R2'). Outside publications already pay a shared RMW (a CAS or a lock), next to which
+    /// the fence is small.
+    pub(crate) fn notify_work_outside(&self) {
+        // SeqCst: pairs with the fence (or heavy barrier) after the decrement in
+        // `register_parked`.
+        fence(SeqCst);
+        // Acquire: as in `notify_work`.
+        let state = self.state.load(Acquire);
+        if state != self.saturated_state() {
+            self.notify_work_cold(IdleState(state));
+        }
+    }
+
+    /// [`Sleep::notify_task`] for a publisher that is not a running worker of this runtime,
+    /// as [`Sleep::notify_work_outside`] is for jobs.
+    pub(crate) fn notify_task_outside(&self) {
+        // SeqCst: as in `notify_work_outside`.
+        fence(SeqCst);
+        // Acquire: as in `notify_work`.
+        let state = self.state.load(Acquire);
+        if state != self.saturated_state() {
+            self.notify_task_cold(IdleState(state));
+        }
+    }
+
     #[cold]
     fn notify_work_cold(&self, state: IdleState) {
         if state.searching() == 0 && state.unparked() < self.num_workers {
@@ -310,10 +339,20 @@ impl Sleep {
         let dec = UNPARKED_ONE + if searching { SEARCHING_ONE } else { 0 };
         // SeqCst: part of the total order on `state`.
         let prev = IdleState(self.state.fetch_sub(dec, SeqCst));
-        // Pairs with `barrier::light` in `notify_work` and in the deque's `pop`: after this,
-        // the caller's recheck sees every job published before a publisher's barrier that
-        // did not see our decrement.
-        self.barrier.heavy();
+        if prev.unparked() == 1 {
+            // R2' (last to park): every other worker was parked before our decrement, so
+            // whatever they published came before their own decrements, which our RMW reads
+            // through (the RMWs on `state` form one release sequence). The only publishers
+            // left are threads outside the pool, whose `notify_*_outside` fence pairs with
+            // this one. In the asymmetric mode this saves the `membarrier` of every park
+            // that leaves the pool idle: in a ping-pong or a request at a time, nearly all.
+            fence(SeqCst);
+        } else {
+            // Pairs with `barrier::light` in `notify_work` and in the deque's `pop`: after
+            // this, the caller's recheck sees every job published before a publisher's
+            // barrier that did not see our decrement.
+            self.barrier.heavy();
+        }
         searching && prev.searching() == 1
     }
 

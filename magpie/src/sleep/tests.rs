@@ -110,6 +110,30 @@ fn register_parked_updates_the_counts() {
 }
 
 #[test]
+fn only_a_park_that_leaves_a_worker_unparked_pays_a_heavy_barrier() {
+    let barrier = Barrier::best_available();
+    let sleep = Sleep::with_driver(3, None, barrier);
+    let heavy = || crate::sync::barrier::heavy_count();
+    let before = heavy();
+    let _ = sleep.register_parked(0, false);
+    let _ = sleep.register_parked(1, false);
+    let two_left_running = heavy() - before;
+    // The last worker to park finds everyone else parked (R2').
+    let _ = sleep.register_parked(2, false);
+    let last = heavy() - before - two_left_running;
+    assert_eq!(counts(&sleep), (0, 0));
+    assert_eq!(last, 0, "the last park paid a heavy barrier");
+    if barrier.is_asymmetric() {
+        assert_eq!(two_left_running, 2);
+    } else {
+        assert_eq!(
+            two_left_running, 0,
+            "the symmetric mode counts no membarrier"
+        );
+    }
+}
+
+#[test]
 fn notify_wakes_a_parked_worker() {
     let n = 3;
     let sleep = Arc::new(Sleep::new(n));
@@ -430,8 +454,9 @@ impl PingPong {
 
     fn publish(&self, jobs: usize) {
         self.pending.fetch_add(jobs, Relaxed);
-        // R1.
-        self.sleep.notify_work();
+        // R1, from a thread outside the pool: the fence that pairs with a worker that parks
+        // last and so skips its heavy barrier (R2').
+        self.sleep.notify_work_outside();
     }
 
     fn worker(&self, index: usize) {

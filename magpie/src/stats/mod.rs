@@ -76,6 +76,7 @@ pub(crate) struct WorkerCounters {
     /// A gauge: the worker thread's heavy barriers so far (`sync::barrier::heavy_count`),
     /// copied in whenever the worker flushes its per-poll counters.
     pub(crate) heavy_barriers: AtomicU64,
+    pub(crate) steal_heavy_barriers: AtomicU64,
     pub(crate) poll_time_histogram: [AtomicU64; HISTOGRAM_BUCKETS],
     /// The worker's OS thread id (Linux `gettid`), 0 elsewhere or before it started.
     pub(crate) thread_id: AtomicU64,
@@ -170,6 +171,7 @@ impl WorkerCounters {
             driver_polls_nonblocking: self.driver_polls_nonblocking.load(Relaxed),
             driver_handoffs: self.driver_handoffs.load(Relaxed),
             heavy_barriers: self.heavy_barriers.load(Relaxed),
+            steal_heavy_barriers: self.steal_heavy_barriers.load(Relaxed),
             poll_time_histogram: self
                 .poll_time_histogram
                 .iter()
@@ -339,6 +341,11 @@ pub struct WorkerStats {
     /// [`BarrierMode`](crate::BarrierMode)); updated when the worker parks or at its
     /// periodic maintenance.
     pub heavy_barriers: u64,
+    /// The part of [`heavy_barriers`](WorkerStats::heavy_barriers) paid by this worker's
+    /// steal passes: one per pass over up to 32 victims' deques, however many jobs the pass
+    /// finds. The rest are parks that left another worker running (a park that leaves the
+    /// whole pool asleep needs none).
+    pub steal_heavy_barriers: u64,
     /// I/O readiness events this worker took from the OS and delivered to a registered
     /// source (in a park in the driver, or a non-blocking turn at maintenance).
     pub io_events: u64,

@@ -216,6 +216,14 @@ impl<'w> IdleLoop<'w> {
         self.woken = true;
         self.worked = false;
         if driving {
+            // Readiness delivered in the turn woke its tasks into our ring while we were
+            // still registered as parked, so a worker that parked meanwhile as the last
+            // unparked one skipped its heavy barrier (R2') and may not have seen them, nor
+            // we its decrement. Now that we count as unparked again, publish them as any
+            // worker would (R1), if there is more than the one we run next.
+            if worker.ring.len() > 1 {
+                registry.sleep.notify_task();
+            }
             registry.timers.fire_due();
             registry.timers.release();
             self.left_driver = true;

@@ -303,7 +303,7 @@ impl WorkerThread {
         handed.extend(std::iter::from_fn(|| self.slots().mailbox.pop()));
         if !handed.is_empty() {
             registry.inject_tasks(handed);
-            registry.sleep.notify_task();
+            registry.sleep.notify_task_outside();
         }
     }
 

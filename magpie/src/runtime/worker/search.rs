@@ -122,6 +122,9 @@ impl WorkerThread {
                     registry.sleep.barrier()
                 );
                 registry.sleep.barrier().heavy();
+                if registry.sleep.barrier().is_asymmetric() {
+                    bump(&counters.steal_heavy_barriers);
+                }
                 for &(victim, near, top) in &begun[..n] {
                     match registry.stealers[victim].steal_end(top) {
                         Steal::Success(ptr) => {
