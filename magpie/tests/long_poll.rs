@@ -161,7 +161,10 @@ fn check(workers: usize) {
     for shape in SHAPES {
         for _ in 0..20 {
             let (me, ran) = round(&rt, shape);
-            assert_ne!(me, ran, "{shape:?}: ran on the blocked worker, during its poll?");
+            assert_ne!(
+                me, ran,
+                "{shape:?}: ran on the blocked worker, during its poll?"
+            );
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The runtime: a pool of worker threads and its handle, [`Runtime`].
 
+pub(crate) mod block_in_place;
 pub(crate) mod block_on;
 mod blocking;
 mod builder;

@@ -49,6 +49,7 @@ use std::sync::Arc;
 
 use super::registry::{Registry, Task, TaskSlots};
 
+mod block;
 mod idle;
 mod search;
 mod tasks;
@@ -298,13 +299,24 @@ impl WorkerThread {
                 self.execute(job);
             }
         }
+        self.hand_on_tasks();
+    }
+
+    /// Moves the tasks queued on this worker (its LIFO slot, ring and mailbox, in that
+    /// order) to the task inject queue, and wakes a worker for them if nobody searches.
+    /// Returns how many moved. Moving a `Notified` pointer between queues neither copies
+    /// nor drops its task, so none is lost or run twice.
+    fn hand_on_tasks(&self) -> usize {
+        let registry = &*self.registry;
         let mut handed: Vec<_> = self.slots().lifo.take().into_iter().collect();
         handed.extend(std::iter::from_fn(|| self.ring.pop()));
         handed.extend(std::iter::from_fn(|| self.slots().mailbox.pop()));
-        if !handed.is_empty() {
+        let moved = handed.len();
+        if moved != 0 {
             registry.inject_tasks(handed);
             registry.sleep.notify_task();
         }
+        moved
     }
 
     fn has_local_tasks(&self) -> bool {
@@ -376,6 +388,8 @@ pub(crate) fn run(seed: WorkerSeed) {
             batch_tasks: Cell::new(0),
             lifo_streak: Cell::new(0),
             in_task: Cell::new(false),
+            blocking: Cell::new(0),
+            blocking_in_task: Cell::new(false),
             polled: Cell::new(0),
             local_scheduled: Cell::new(0),
             lifo_hits: Cell::new(0),
