@@ -29,7 +29,8 @@
 //! The files: this one holds the worker's state, its deque, the main loop, `wait_until`,
 //! switching off (`retire`) and the thread's body; `tasks.rs` the task queues, polling and
 //! maintenance (steps 2 and 3); `search.rs` the find-work order and stealing (steps 1, 4 and
-//! 5); `idle.rs` spinning, parking and driving the timers (step 6).
+//! 5); `idle.rs` spinning, parking and driving the timers (step 6); `block.rs`
+//! `block_in_place`: handing the worker's tasks on while user code blocks it.
 
 use std::cell::Cell;
 use std::ptr::{self};
