@@ -110,7 +110,12 @@ struct StallArgs {
     )]
     shapes: Vec<stall::Shape>,
     /// Runtimes to run.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "magpie,tokio")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "magpie,tokio"
+    )]
     impls: Vec<stall::StallImpl>,
     /// Also write the raw latencies as JSON to this file.
     #[arg(long, value_name = "PATH")]
@@ -746,7 +751,10 @@ fn stall(args: &StallArgs, info: &MachineInfo) -> ExitCode {
     }
     info.print_with_pools(
         "stall",
-        &format!("{} worker threads each (tokio: multi-thread runtime)", args.workers),
+        &format!(
+            "{} worker threads each (tokio: multi-thread runtime)",
+            args.workers
+        ),
     );
     let shapes: Vec<stall::Shape> = stall::Shape::ALL
         .into_iter()
