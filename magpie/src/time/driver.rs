@@ -256,13 +256,6 @@ impl Driver {
         self.driver.load(SeqCst) != NO_DRIVER
     }
 
-    /// Whether `worker` holds the driver role now (for debug assertions: only the holder
-    /// itself can make this true, so the answer about oneself is exact).
-    pub(crate) fn is_driven_by(&self, worker: usize) -> bool {
-        // Relaxed: only `worker` stores its own index here, in its own program order.
-        self.driver.load(Relaxed) == worker
-    }
-
     /// Whether any timer is filed (one may be due later).
     pub(crate) fn has_timers(&self) -> bool {
         // SeqCst: the caller's side of a Dekker pair with `register`'s lowering, as in

@@ -27,10 +27,14 @@
 //!    submitter notified). `block_on` and `JoinHandle::join` are allowed: the future is
 //!    polled on this thread, outside any task. `join` and `scope` in the closure run on
 //!    this worker as anywhere else (a `join` waiting for a stolen half runs jobs meanwhile).
-//! 4. **The driver.** No worker holds the driver role while user code runs (D4 in
-//!    sleep/README.md): a worker gives it up before it runs a task or a job, so it does not
-//!    hold it here, and the others take it when they park. Nothing to do, but checked in
-//!    debug builds.
+//! 4. **The driver.** No worker holds the driver role while it runs a task or a job (D4 in
+//!    sleep/README.md): it gives the role up first, so a task, a `join` half or a scope
+//!    spawn that calls `block_in_place` does not hold it, and the other workers take it when
+//!    they park; nothing to hand over. The one exception is user code the driver itself
+//!    runs: a waker it fires (a timer's, or an I/O source's, possibly another executor's).
+//!    A waker that blocks, with or without `block_in_place`, holds the role up until it
+//!    returns, as it holds up the rest of that turn; wakers are expected not to block, and
+//!    we neither panic there nor try to give the role up from under the turn.
 //!
 //! With one worker (or when every other worker is busy or blocked), nobody runs the handed
 //! tasks until the closure returns: they wait, as they would have in the worker's own
@@ -78,10 +82,6 @@ impl<'w> Blocking<'w> {
         // Relaxed: a hint for `spawn_to` (see the module docs); a submission that misses
         // it lands in the mailbox, which the hand-off below or a thief empties.
         worker.slots().blocking.store(true, Relaxed);
-        debug_assert!(
-            !worker.registry.timers.is_driven_by(worker.index),
-            "a worker held the driver role while running user code"
-        );
         // Whatever the statistics say about this worker's polls so far, they say it now:
         // it may be gone a long time.
         worker.flush_counters();
