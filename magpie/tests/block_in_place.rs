@@ -317,3 +317,28 @@ fn handed_off_tasks_reach_a_busy_worker() {
         assert_eq!(outcome.unwrap(), 3, "round {round}");
     }
 }
+
+/// Inside the closure, `block_on` may wait for timers, and another runtime's `block_on`
+/// makes that runtime the current one for the free functions until it returns.
+#[test]
+fn block_on_inside_uses_timers_and_the_runtime_it_belongs_to() {
+    let rt = runtime(2);
+    let other = Arc::new(runtime(3));
+    let other_in_task = other.clone();
+    let outcome = rt.block_on(rt.spawn(async move {
+        block_in_place(|| {
+            // A timer of this runtime, driven by its other worker meanwhile.
+            magpie::block_on(magpie::time::sleep(std::time::Duration::from_millis(1)));
+            let here = magpie::current_num_workers();
+            let there = other_in_task.block_on(async {
+                // `magpie::spawn` goes to the runtime whose `block_on` runs here.
+                magpie::spawn(async { magpie::current_num_workers() })
+                    .await
+                    .unwrap()
+            });
+            let back = magpie::spawn(async { magpie::current_num_workers() });
+            (here, there, back.join().unwrap())
+        })
+    }));
+    assert_eq!(outcome.unwrap(), (2, 3, 2));
+}
