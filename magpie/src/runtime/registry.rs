@@ -420,8 +420,10 @@ impl Registry {
         // Relaxed: `blocking` is a hint (see its docs).
         if worker >= self.active_workers() || self.task_slots[worker].blocking.load(Relaxed) {
             // Parked by `set_active_workers`, or inside `block_in_place`: anyone may run it.
-            // (Should the worker retire or block just after this check, it forwards its
-            // mailbox to the inject queue.)
+            // (Should the worker retire just after this check, it forwards its mailbox to
+            // the inject queue. Should it enter `block_in_place`, its hand-off does, or, if
+            // our push lands after that, a thief takes the task from the mailbox: the
+            // `notify_task` below wakes one if nobody searches.)
             self.push_remote(task);
             return handle;
         }

@@ -73,6 +73,7 @@ struct Blocking<'w> {
 }
 
 impl<'w> Blocking<'w> {
+    #[cold]
     fn enter(worker: &'w WorkerThread) -> Blocking<'w> {
         let state = &worker.tasks;
         let in_task = state.in_task.replace(false);
