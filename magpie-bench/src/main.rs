@@ -10,6 +10,8 @@
 //!                                              [--json PATH]
 //! cargo run --release -p magpie-bench -- async [--workers N] [--samples K] [--quick]
 //! cargo run --release -p magpie-bench -- iter [--workers N] [--only sum,sort,...] [--quick]
+//! cargo run --release -p magpie-bench -- stall [--workers N] [--stall-ms S] [--trials T]
+//!                                              [--shapes lifo,ring,mailbox,job]
 //! cargo run --release -p magpie-bench -- net [--rows echo,hello,mixed,blocked,idle-conns]
 //!                                            [--secs S] [--conns 1,64,512]
 //!                                            [--idle-conns 10000] [--json PATH]
@@ -39,6 +41,7 @@ mod iter_rows;
 mod net_rows;
 mod pools;
 mod scale;
+mod stall;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -78,10 +81,45 @@ enum Command {
     /// Parallel iterators (sum, map + collect, min_by_key, position_first, any) and parallel
     /// sorts against rayon's, with the sequential std versions as the baseline.
     Iter(IterArgs),
+    /// Start latency of a task queued behind a long poll on its worker (LIFO slot, local
+    /// queue, mailbox, join half), magpie against tokio.
+    Stall(StallArgs),
     /// TCP echo and hyper servers on magpie, tokio and smol under a closed-loop load over
     /// loopback; a hyper endpoint running a parallel sum; the echo load while a task blocks a
     /// worker; the CPU of idling with many open connections.
     Net(NetArgs),
+}
+
+#[derive(Args, Debug)]
+struct StallArgs {
+    /// Worker threads per runtime.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// How long the stalling poll blocks its worker, in milliseconds.
+    #[arg(long, default_value_t = 50)]
+    stall_ms: u64,
+    /// Trials per shape and runtime (each lasts about the stall).
+    #[arg(long, default_value_t = 30)]
+    trials: usize,
+    /// Where the waiting task is queued.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "lifo,ring,mailbox,job"
+    )]
+    shapes: Vec<stall::Shape>,
+    /// Runtimes to run.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "magpie,tokio"
+    )]
+    impls: Vec<stall::StallImpl>,
+    /// Also write the raw latencies as JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -706,6 +744,38 @@ fn net(args: &NetArgs, info: &MachineInfo) -> ExitCode {
     }
 }
 
+fn stall(args: &StallArgs, info: &MachineInfo) -> ExitCode {
+    if args.trials == 0 {
+        eprintln!("--trials must be positive");
+        return ExitCode::FAILURE;
+    }
+    info.print_with_pools(
+        "stall",
+        &format!(
+            "{} worker threads each (tokio: multi-thread runtime)",
+            args.workers
+        ),
+    );
+    let shapes: Vec<stall::Shape> = stall::Shape::ALL
+        .into_iter()
+        .filter(|s| args.shapes.contains(s))
+        .collect();
+    let cfg = stall::Config {
+        workers: args.workers,
+        stall: std::time::Duration::from_millis(args.stall_ms),
+        trials: args.trials,
+        shapes,
+        impls: args.impls.clone(),
+    };
+    let cells = stall::run(&cfg);
+    println!("{}", stall::render(&cfg, &cells));
+    print_load_after();
+    match &args.json {
+        Some(path) => write_json(path, info, "stall", stall::to_json(&cfg, &cells)),
+        None => ExitCode::SUCCESS,
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let info = MachineInfo::collect();
@@ -716,6 +786,7 @@ fn main() -> ExitCode {
         Command::Async(a) => a.workers > 0,
         Command::Iter(a) => a.workers > 0,
         Command::Net(a) => a.workers > 0,
+        Command::Stall(a) => a.workers > 0,
     };
     if !workers_ok {
         eprintln!("--workers must be positive");
@@ -728,5 +799,6 @@ fn main() -> ExitCode {
         Command::Async(args) => async_rows(args, &info),
         Command::Iter(args) => iter_rows(args, &info),
         Command::Net(args) => net(args, &info),
+        Command::Stall(args) => stall(args, &info),
     }
 }

@@ -32,14 +32,19 @@ impl Wake for ThreadWaker {
     }
 }
 
-/// Panics if the calling thread is a worker of any magpie runtime: blocking it could
-/// deadlock (what it waits for may be queued behind it on that worker).
+/// Panics if the calling thread is a worker of any magpie runtime, unless it is inside
+/// `block_in_place`: blocking it could deadlock (what it waits for may be queued behind it on
+/// that worker). Inside `block_in_place` nothing is queued behind it: its tasks were handed
+/// to the other workers, and what it wakes goes to the inject queue (`worker/block.rs`).
 pub(crate) fn assert_not_on_worker(what: &str) {
-    if !WorkerThread::current().is_null() {
+    // SAFETY: a non-null current worker is live while its thread runs work, which includes
+    // this call.
+    if unsafe { WorkerThread::current().as_ref() }.is_some_and(|worker| !worker.is_blocking()) {
         panic!(
             "magpie: `{what}` called on a worker thread of a magpie runtime; blocking a worker \
              could deadlock the runtime. Use `.await` inside async code, or call `{what}` from \
-             a thread outside the pool (e.g. from `spawn_blocking`)"
+             a thread outside the pool (e.g. from `spawn_blocking`), or inside \
+             `magpie::task::block_in_place`"
         );
     }
 }

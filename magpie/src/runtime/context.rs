@@ -19,20 +19,28 @@ thread_local! {
     static ENTERED: RefCell<Vec<Arc<Registry>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The current runtime's registry (see the module docs).
+/// The current runtime's registry (see the module docs). A worker inside `block_in_place`
+/// may run another runtime's `block_on`: that runtime is current until it returns.
 pub(crate) fn current_registry() -> Arc<Registry> {
     // SAFETY: a non-null current worker is live for the duration of this call.
     if let Some(worker) = unsafe { WorkerThread::current().as_ref() } {
-        return worker.registry_arc().clone();
+        if !worker.is_blocking() {
+            return worker.registry_arc().clone();
+        }
+        return current_entered().unwrap_or_else(|| worker.registry_arc().clone());
     }
-    let entered = ENTERED
-        .try_with(|entered| entered.borrow().last().cloned())
-        .ok()
-        .flatten();
-    if let Some(registry) = entered {
+    if let Some(registry) = current_entered() {
         return registry;
     }
     super::global::registry().clone()
+}
+
+/// The innermost runtime whose `block_on` runs on this thread, if any.
+fn current_entered() -> Option<Arc<Registry>> {
+    ENTERED
+        .try_with(|entered| entered.borrow().last().cloned())
+        .ok()
+        .flatten()
 }
 
 /// Whether this thread is a worker of a runtime that is shutting down, polling one of its

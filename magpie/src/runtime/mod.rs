@@ -1,5 +1,6 @@
 //! The runtime: a pool of worker threads and its handle, [`Runtime`].
 
+pub(crate) mod block_in_place;
 pub(crate) mod block_on;
 mod blocking;
 mod builder;
@@ -316,9 +317,11 @@ impl Runtime {
     ///
     /// # Panics
     ///
-    /// If called on a worker thread of a magpie runtime: blocking a worker could deadlock
-    /// the runtime (await the future instead, or call `block_on` from
-    /// [`spawn_blocking`](Runtime::spawn_blocking)). A panic of `future` itself propagates.
+    /// If called on a worker thread of a magpie runtime, outside
+    /// [`task::block_in_place`](crate::task::block_in_place): blocking a worker could
+    /// deadlock the runtime (await the future instead, call `block_on` from
+    /// [`spawn_blocking`](Runtime::spawn_blocking), or inside `block_in_place`, which first
+    /// hands the worker's queued tasks to the others). A panic of `future` itself propagates.
     ///
     /// # Examples
     ///
@@ -628,7 +631,8 @@ where
 ///
 /// # Panics
 ///
-/// As [`Runtime::block_on`]: on a worker thread.
+/// As [`Runtime::block_on`]: on a worker thread, outside
+/// [`task::block_in_place`](crate::task::block_in_place).
 ///
 /// # Examples
 ///

@@ -46,6 +46,10 @@ pub(crate) struct TaskSlots {
     /// Tasks submitted to this worker by `submit_to`, from any thread. The owner drains it;
     /// thieves may take from it too.
     pub(crate) mailbox: Inject<NonNull<Header>>,
+    /// Set while the worker is inside `block_in_place`: `submit_to` it goes to the inject
+    /// queue instead of its mailbox. A hint, written and read Relaxed: a submission that
+    /// misses it lands in the mailbox, which thieves take from (`worker/block.rs`).
+    pub(crate) blocking: AtomicBool,
 }
 
 /// Shared by every worker of a runtime and by its `Runtime` handle.
@@ -153,6 +157,7 @@ impl Registry {
                         lifo: LifoSlot::new(),
                         ring,
                         mailbox: Inject::new(),
+                        blocking: AtomicBool::new(false),
                     })
                 })
                 .collect(),
@@ -412,9 +417,13 @@ impl Registry {
         let Some(task) = task else {
             return handle;
         };
-        if worker >= self.active_workers() {
-            // Parked by `set_active_workers`: anyone may run it. (Should the worker retire
-            // just after this check, it forwards its mailbox to the inject queue.)
+        // Relaxed: `blocking` is a hint (see its docs).
+        if worker >= self.active_workers() || self.task_slots[worker].blocking.load(Relaxed) {
+            // Parked by `set_active_workers`, or inside `block_in_place`: anyone may run it.
+            // (Should the worker retire just after this check, it forwards its mailbox to
+            // the inject queue. Should it enter `block_in_place`, its hand-off does, or, if
+            // our push lands after that, a thief takes the task from the mailbox: the
+            // `notify_task` below wakes one if nobody searches.)
             self.push_remote(task);
             return handle;
         }

@@ -73,6 +73,8 @@ pub(crate) struct WorkerCounters {
     pub(crate) driver_polls_blocking: AtomicU64,
     pub(crate) driver_polls_nonblocking: AtomicU64,
     pub(crate) driver_handoffs: AtomicU64,
+    pub(crate) block_in_place_calls: AtomicU64,
+    pub(crate) block_in_place_handoffs: AtomicU64,
     /// A gauge: the worker thread's heavy barriers so far (`sync::barrier::heavy_count`),
     /// copied in whenever the worker flushes its per-poll counters.
     pub(crate) heavy_barriers: AtomicU64,
@@ -170,6 +172,8 @@ impl WorkerCounters {
             driver_polls_blocking: self.driver_polls_blocking.load(Relaxed),
             driver_polls_nonblocking: self.driver_polls_nonblocking.load(Relaxed),
             driver_handoffs: self.driver_handoffs.load(Relaxed),
+            block_in_place_calls: self.block_in_place_calls.load(Relaxed),
+            block_in_place_handoffs: self.block_in_place_handoffs.load(Relaxed),
             heavy_barriers: self.heavy_barriers.load(Relaxed),
             steal_heavy_barriers: self.steal_heavy_barriers.load(Relaxed),
             poll_time_histogram: self
@@ -357,6 +361,12 @@ pub struct WorkerStats {
     /// Times this worker gave the driver role up to run work and woke a parked worker to
     /// take it over, so that I/O readiness is waited for while it runs (sleep/README.md).
     pub driver_handoffs: u64,
+    /// Calls of [`task::block_in_place`](crate::task::block_in_place) on this worker (nested
+    /// ones included).
+    pub block_in_place_calls: u64,
+    /// Tasks those calls moved from this worker's queues (LIFO slot, ring, mailbox) to the
+    /// inject queue, for the other workers to run.
+    pub block_in_place_handoffs: u64,
     /// Task polls by duration, in the buckets of [`Stats::poll_time_histogram_bounds_ns`];
     /// all zero unless [`Builder::poll_time_histogram`](crate::Builder::poll_time_histogram)
     /// turned it on.

@@ -189,7 +189,8 @@ impl<T> JoinHandle<T> {
     ///
     /// # Panics
     ///
-    /// If called on a worker thread of a magpie runtime: blocking a worker could deadlock
+    /// If called on a worker thread of a magpie runtime, outside
+    /// [`block_in_place`](crate::task::block_in_place): blocking a worker could deadlock
     /// (the task may be queued behind the caller on that very worker).
     ///
     /// # Examples

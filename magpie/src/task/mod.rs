@@ -1,6 +1,7 @@
 //! Tasks: futures (and submitted closures) that the workers poll, and their handles.
 //!
-//! The public part: [`JoinHandle`], [`JoinError`], [`yield_now`]. The rest is the machinery:
+//! The public part: [`JoinHandle`], [`JoinError`], [`yield_now`], [`block_in_place`] (which
+//! lives with the worker, in `runtime/`). The rest is the machinery:
 //! the state word (`state`), the one allocation and its type-erased pointer (`raw`), the
 //! harness that polls, cancels and completes a task (`harness`), its waker (`waker`), the
 //! scheduler's handle `Notified` and the `Schedule` trait (`notified`), the runtime's list of
@@ -18,6 +19,7 @@ pub(crate) mod state;
 pub(crate) mod waker;
 mod yield_now;
 
+pub use crate::runtime::block_in_place::block_in_place;
 pub use error::JoinError;
 pub use join::JoinHandle;
 pub use yield_now::{yield_now, YieldNow};

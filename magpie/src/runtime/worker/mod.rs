@@ -29,7 +29,8 @@
 //! The files: this one holds the worker's state, its deque, the main loop, `wait_until`,
 //! switching off (`retire`) and the thread's body; `tasks.rs` the task queues, polling and
 //! maintenance (steps 2 and 3); `search.rs` the find-work order and stealing (steps 1, 4 and
-//! 5); `idle.rs` spinning, parking and driving the timers (step 6).
+//! 5); `idle.rs` spinning, parking and driving the timers (step 6); `block.rs`
+//! `block_in_place`: handing the worker's tasks on while user code blocks it.
 
 use std::cell::Cell;
 use std::ptr::{self};
@@ -49,6 +50,7 @@ use std::sync::Arc;
 
 use super::registry::{Registry, Task, TaskSlots};
 
+mod block;
 mod idle;
 mod search;
 mod tasks;
@@ -298,13 +300,24 @@ impl WorkerThread {
                 self.execute(job);
             }
         }
+        self.hand_on_tasks();
+    }
+
+    /// Moves the tasks queued on this worker (its LIFO slot, ring and mailbox, in that
+    /// order) to the task inject queue, and wakes a worker for them if nobody searches.
+    /// Returns how many moved. Moving a `Notified` pointer between queues neither copies
+    /// nor drops its task, so none is lost or run twice.
+    fn hand_on_tasks(&self) -> usize {
+        let registry = &*self.registry;
         let mut handed: Vec<_> = self.slots().lifo.take().into_iter().collect();
         handed.extend(std::iter::from_fn(|| self.ring.pop()));
         handed.extend(std::iter::from_fn(|| self.slots().mailbox.pop()));
-        if !handed.is_empty() {
+        let moved = handed.len();
+        if moved != 0 {
             registry.inject_tasks(handed);
             registry.sleep.notify_task_outside();
         }
+        moved
     }
 
     fn has_local_tasks(&self) -> bool {
@@ -376,6 +389,8 @@ pub(crate) fn run(seed: WorkerSeed) {
             batch_tasks: Cell::new(0),
             lifo_streak: Cell::new(0),
             in_task: Cell::new(false),
+            blocking: Cell::new(0),
+            blocking_in_task: Cell::new(false),
             polled: Cell::new(0),
             local_scheduled: Cell::new(0),
             lifo_hits: Cell::new(0),

@@ -48,7 +48,16 @@ pub(super) struct TaskState {
     /// LIFO-slot polls in a row.
     pub(super) lifo_streak: Cell<u32>,
     /// Whether a task is being polled on this worker (then its wakes go to the LIFO slot).
+    /// False inside `block_in_place`, so that wakes take the ring's path, which checks
+    /// `blocking`.
     pub(super) in_task: Cell<bool>,
+    /// How deep this worker is in `block_in_place` (nested calls count): while non-zero,
+    /// tasks it spawns or wakes go to the inject queue, where the other workers take them
+    /// (`worker/block.rs`).
+    pub(super) blocking: Cell<u32>,
+    /// Whether the outermost `block_in_place` was called from a task's poll (`in_task` is
+    /// false meanwhile; `is_polling_task` still says yes).
+    pub(super) blocking_in_task: Cell<bool>,
     /// The per-poll counters, counted here and added to the shared ones by
     /// `flush_counters`: at maintenance, when the local queues run dry, and before parking.
     /// A plain increment on the worker's own stack is the cheapest count there is, and these
@@ -90,7 +99,7 @@ impl Overflow<Header> for ToInject<'_> {
 impl WorkerThread {
     /// Whether this worker is polling one of its runtime's tasks right now.
     pub(crate) fn is_polling_task(&self) -> bool {
-        self.tasks.in_task.get()
+        self.tasks.in_task.get() || self.tasks.blocking_in_task.get()
     }
 
     /// Queues a task woken or spawned on this worker.
@@ -106,12 +115,21 @@ impl WorkerThread {
     /// an atomic that thieves may empty (after [`LIFO_STEAL_ROUND`] rounds of searching, so
     /// that an owner about to run it is not robbed), and filling it notifies the idle workers
     /// like any other push, so an idle worker is awake to take it.
+    ///
+    /// Inside `block_in_place` (`in_task` is false then, so only this branch pays for the
+    /// check) the task goes to the inject queue instead: this worker runs none until the
+    /// blocking closure returns, and busy workers look at the inject queue at maintenance,
+    /// not at this worker's ring (`worker/block.rs`).
     pub(crate) fn schedule_local(&self, task: Task, is_yield: bool) {
-        count(&self.tasks.local_scheduled);
-        let ptr = task.into_header();
         if is_yield || !self.tasks.in_task.get() {
-            self.ring.push_back(ptr, &self.to_inject());
+            if self.tasks.blocking.get() != 0 {
+                return self.registry.push_remote(task);
+            }
+            count(&self.tasks.local_scheduled);
+            self.ring.push_back(task.into_header(), &self.to_inject());
         } else {
+            count(&self.tasks.local_scheduled);
+            let ptr = task.into_header();
             if let Some(displaced) = self.slots().lifo.replace(ptr) {
                 self.ring.push_back(displaced, &self.to_inject());
             }

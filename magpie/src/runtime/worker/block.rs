@@ -1,0 +1,115 @@
+//! `block_in_place` on a worker: hand the worker's queued tasks to the others, then run the
+//! blocking closure right here, on this thread, as this worker.
+//!
+//! tokio's `block_in_place` gives the worker's *core* (its queues, its driver) to a new
+//! thread and lets the caller's thread go on blocking outside the pool. That cannot work in
+//! magpie: a `join` half or a `scope` body runs on the worker's stack with borrowed data and
+//! a latch naming this worker, so neither the frame nor the worker's identity may move to
+//! another thread. And it is not needed: what tokio's core hand-over rescues is the work
+//! queued behind the blocked thread, and here every queue of a worker is reachable by the
+//! others already. So the worker stays what it is, and only its *tasks* move:
+//!
+//! 1. **Hand-off.** The LIFO slot, the ring and the mailbox are moved to the task inject
+//!    queue, and a parked worker is woken if nobody searches (`hand_on_tasks`). The inject
+//!    queue rather than leaving them stealable: thieves look at other workers' queues only
+//!    when they run out of work of their own, take the LIFO slot only from their 4th search
+//!    round and a ring half at a time, but every worker, busy or not, pulls from the inject
+//!    queue at maintenance (about every millisecond of tasks). The cost is one lock-free
+//!    batch push, paid only on entry.
+//! 2. **Jobs stay.** Jobs on this worker's deque are the second halves of the `join`s (and
+//!    the spawns of the `scope`s) that the blocking closure runs inside. They are stealable
+//!    as they are, and leaving them lets a `join` take its own half back when nobody did,
+//!    without waiting on a latch; a worker is woken for them (R1) if nobody searches.
+//! 3. **While blocked.** Tasks this thread spawns or wakes go to the inject queue too, not to
+//!    the LIFO slot or ring where nobody would look soon (`schedule_local`), and `submit_to`
+//!    this worker is sent there as well (`TaskSlots::blocking`, a hint: a submission that
+//!    races the start lands in the mailbox, which thieves take from at any round, and its
+//!    submitter notified). `block_on` and `JoinHandle::join` are allowed: the future is
+//!    polled on this thread, outside any task. `join` and `scope` in the closure run on
+//!    this worker as anywhere else (a `join` waiting for a stolen half runs jobs meanwhile).
+//! 4. **The driver.** No worker holds the driver role while it runs a task or a job (D4 in
+//!    sleep/README.md): it gives the role up first, so a task, a `join` half or a scope
+//!    spawn that calls `block_in_place` does not hold it, and the other workers take it when
+//!    they park; nothing to hand over. The one exception is user code the driver itself
+//!    runs: a waker it fires (a timer's, or an I/O source's, possibly another executor's).
+//!    A waker that blocks, with or without `block_in_place`, holds the role up until it
+//!    returns, as it holds up the rest of that turn; wakers are expected not to block, and
+//!    we neither panic there nor try to give the role up from under the turn.
+//!
+//! With one worker (or when every other worker is busy or blocked), nobody runs the handed
+//! tasks until the closure returns: they wait, as they would have in the worker's own
+//! queues. tokio panics there (`block_in_place` on a current-thread runtime); we run the
+//! closure anyway, since the hand-off loses nothing and a closure that does not wait for
+//! the pool's tasks is fine. One that waits for them deadlocks, as it would anywhere with
+//! no worker free to run them.
+
+use crate::sync::atomic::*;
+
+use super::WorkerThread;
+
+impl WorkerThread {
+    /// Runs `f` on this worker after handing its queued tasks to the others (see the module
+    /// docs). Nested calls hand off again (nothing is queued here by then but what raced in)
+    /// and restore the state of the enclosing call when they return or unwind.
+    pub(crate) fn block_in_place<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _blocking = Blocking::enter(self);
+        f()
+    }
+
+    /// Whether this worker is inside `block_in_place`.
+    #[inline]
+    pub(crate) fn is_blocking(&self) -> bool {
+        self.tasks.blocking.get() != 0
+    }
+}
+
+/// One `block_in_place` on a worker: set up by `enter`, undone by `drop`, also on unwind, so
+/// that a panic in the closure leaves the worker as it was.
+struct Blocking<'w> {
+    worker: &'w WorkerThread,
+    /// `in_task` and `blocking_in_task` before this call.
+    in_task: bool,
+    blocking_in_task: bool,
+}
+
+impl<'w> Blocking<'w> {
+    #[cold]
+    fn enter(worker: &'w WorkerThread) -> Blocking<'w> {
+        let state = &worker.tasks;
+        let in_task = state.in_task.replace(false);
+        let blocking_in_task = state.blocking_in_task.get();
+        state.blocking_in_task.set(in_task || blocking_in_task);
+        state.blocking.set(state.blocking.get() + 1);
+        // Relaxed: a hint for `spawn_to` (see the module docs); a submission that misses
+        // it lands in the mailbox, which the hand-off below or a thief empties.
+        worker.slots().blocking.store(true, Relaxed);
+        // Whatever the statistics say about this worker's polls so far, they say it now:
+        // it may be gone a long time.
+        worker.flush_counters();
+        let moved = worker.hand_on_tasks();
+        crate::stats::add(&worker.counters.block_in_place_handoffs, moved as u64);
+        crate::stats::bump(&worker.counters.block_in_place_calls);
+        if !worker.deque.is_empty() {
+            worker.registry.sleep.notify_work();
+        }
+        Blocking {
+            worker,
+            in_task,
+            blocking_in_task,
+        }
+    }
+}
+
+impl Drop for Blocking<'_> {
+    fn drop(&mut self) {
+        let state = &self.worker.tasks;
+        let depth = state.blocking.get() - 1;
+        state.blocking.set(depth);
+        state.in_task.set(self.in_task);
+        state.blocking_in_task.set(self.blocking_in_task);
+        if depth == 0 {
+            // Relaxed: a hint, as in `enter`.
+            self.worker.slots().blocking.store(false, Relaxed);
+        }
+    }
+}
