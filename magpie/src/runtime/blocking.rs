@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use crate::sync::thread::thread_local;
 use crate::sync::{lock, thread, wait_until, Condvar, Mutex};
 use crate::task::notified::{new_task, Notified, Schedule};
+use crate::task::raw::Identity;
 use crate::task::JoinHandle;
 use std::sync::Arc;
 
@@ -97,8 +98,8 @@ impl BlockingPool {
         }
     }
 
-    /// Runs `f` on a blocking thread.
-    pub(crate) fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
+    /// Runs `f` on a blocking thread, as the task `identity`.
+    pub(crate) fn spawn<F, T>(&self, f: F, identity: Identity) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -106,7 +107,8 @@ impl BlockingPool {
         let scheduler = BlockingSchedule {
             pool: self.inner.clone(),
         };
-        let (task, handle) = new_task(crate::task::closure::Closure::new(f), scheduler, 0);
+        let closure = crate::task::closure::Closure::new(f);
+        let (task, handle) = new_task(closure, scheduler, 0, identity);
         self.inner.push(task);
         handle
     }

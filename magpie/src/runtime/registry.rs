@@ -18,7 +18,7 @@ use crate::sync::atomic::*;
 use crate::sync::{AtomicBool, AtomicUsize, StatAtomicU64 as AtomicU64};
 use crate::task::notified::{new_task, Notified, Schedule};
 use crate::task::owned::OwnedTasks;
-use crate::task::raw::{Header, RawTask};
+use crate::task::raw::{Header, Identity, Origin, RawTask};
 use crate::task::JoinHandle;
 use crate::time::driver::{Driver, Rearm};
 use crate::util::unwind;
@@ -26,6 +26,7 @@ use crate::util::CachePadded;
 use std::sync::Arc;
 
 use super::blocking::BlockingPool;
+use super::task_hooks::TaskHooks;
 use super::idle_wait::IdleWait;
 use super::topology::Groups;
 use super::worker::WorkerThread;
@@ -86,6 +87,10 @@ pub(crate) struct Registry {
     pub(crate) traces: Option<Box<[Arc<TraceBuffer>]>>,
     /// Whether workers time each poll for the histogram.
     pub(crate) poll_time_histogram: bool,
+    /// Whether workers time each poll for the live-task dump (`Builder::task_poll_times`).
+    pub(crate) task_poll_times: bool,
+    /// The task hooks and the unhandled-panic response.
+    pub(crate) hooks: TaskHooks,
     /// The longest a worker parks without a wakeup: `None` (no limit) unless
     /// `Builder::park_safety_net` set one, and always `None` under loom, where a timed park
     /// does not block (see `sync::time`).
@@ -116,6 +121,8 @@ pub(crate) struct Options {
     /// Events per worker ring, if tracing is on.
     pub(crate) trace_capacity: Option<usize>,
     pub(crate) poll_time_histogram: bool,
+    pub(crate) task_poll_times: bool,
+    pub(crate) hooks: TaskHooks,
     pub(crate) barrier: crate::sync::barrier::Barrier,
     pub(crate) park_safety_net: Option<std::time::Duration>,
 }
@@ -176,6 +183,8 @@ impl Registry {
                     .collect()
             }),
             poll_time_histogram: options.poll_time_histogram,
+            task_poll_times: options.task_poll_times,
+            hooks: options.hooks,
             park_safety_net: options.park_safety_net,
             remote_schedules: AtomicU64::new(0),
             tasks_spawned_remote: AtomicU64::new(0),
@@ -329,7 +338,7 @@ impl Registry {
 
     /// Runs `f` on this runtime's blocking pool, with this runtime as the current one for the
     /// free functions `f` calls (`magpie::spawn`, `join`, timers), as on its workers.
-    pub(crate) fn spawn_blocking<F, T>(self: &Arc<Registry>, f: F) -> JoinHandle<T>
+    pub(crate) fn spawn_blocking<F, T>(self: &Arc<Registry>, f: F, origin: Origin) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -337,21 +346,25 @@ impl Registry {
         // Weak: a closure still queued must not keep its runtime alive. If the runtime is
         // gone by the time it runs, the free functions fall back as on any other thread.
         let registry = Arc::downgrade(self);
-        self.blocking.spawn(move || {
-            let _enter = registry.upgrade().map(|r| super::context::enter(&r));
-            f()
-        })
+        let identity = Identity::new(origin, self.uptime_ns());
+        self.blocking.spawn(
+            move || {
+                let _enter = registry.upgrade().map(|r| super::context::enter(&r));
+                f()
+            },
+            identity,
+        )
     }
 
     /// Spawns `future` as a task of this runtime.
-    pub(crate) fn spawn<F>(self: &Arc<Registry>, future: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn<F>(self: &Arc<Registry>, future: F, origin: Origin) -> JoinHandle<F::Output>
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
         // One look at the thread-local for both the count and the queue.
         self.with_own_worker(|worker| {
-            let (task, handle) = self.new_bound_task(future, worker);
+            let (task, handle) = self.new_bound_task(future, worker, origin);
             if let Some(task) = task {
                 match worker {
                     Some(worker) => worker.schedule_local(task, false),
@@ -366,7 +379,11 @@ impl Registry {
     /// two choices": nearly as even as asking every worker, at the cost of two). A worker's
     /// load is the length of its ring plus its mailbox plus its LIFO slot, each read without
     /// a lock.
-    pub(crate) fn spawn_balanced<F>(self: &Arc<Registry>, future: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn_balanced<F>(
+        self: &Arc<Registry>,
+        future: F,
+        origin: Origin,
+    ) -> JoinHandle<F::Output>
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
@@ -389,7 +406,7 @@ impl Registry {
                 a
             }
         };
-        self.spawn_to(worker, future)
+        self.spawn_to(worker, future, origin)
     }
 
     /// The tasks waiting at `worker`: a gauge, read without locks.
@@ -403,12 +420,14 @@ impl Registry {
         self: &Arc<Registry>,
         worker: usize,
         future: F,
+        origin: Origin,
     ) -> JoinHandle<F::Output>
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let (task, handle) = self.with_own_worker(|spawner| self.new_bound_task(future, spawner));
+        let (task, handle) =
+            self.with_own_worker(|spawner| self.new_bound_task(future, spawner, origin));
         let Some(task) = task else {
             return handle;
         };
@@ -430,20 +449,37 @@ impl Registry {
         handle
     }
 
-    /// Makes a task of `future` and links it into the live-task list. The `Notified` is
-    /// `None` when the runtime is shutting down: the future has then been dropped here and
-    /// the handle resolves to cancelled.
+    /// Makes a task of `future`, calls the spawn hook, and links the task into the live-task
+    /// list. The `Notified` is `None` when the runtime is shutting down: the future has then
+    /// been dropped here and the handle resolves to cancelled.
     fn new_bound_task<F>(
         self: &Arc<Registry>,
         future: F,
         spawner: Option<&WorkerThread>,
+        origin: Origin,
     ) -> (Option<Task>, JoinHandle<F::Output>)
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
         self.count_spawn(spawner);
-        let (task, handle) = new_task(future, self.clone(), self.id);
+        // The spawn time: a worker's last clock reading (no clock read per spawn: see
+        // ARCHITECTURE.md, "Task identity and the live-task dump"); from elsewhere, a
+        // reading, which costs little next to the remote push's wake.
+        let spawned_ns = match spawner {
+            Some(worker) => worker.clock_ns(),
+            None => self.uptime_ns(),
+        };
+        let (task, handle) = new_task(
+            future,
+            self.clone(),
+            self.id,
+            Identity::new(origin, spawned_ns),
+        );
+        if self.hooks.on_spawn.is_some() {
+            // SAFETY: the Notified holds a reference to the task.
+            self.hooks.spawned(unsafe { task.raw().header() });
+        }
         // SAFETY: the new task's Notified holds a reference; it was never linked.
         if unsafe { self.owned.bind(task.raw()) } {
             (Some(task), handle)
@@ -653,6 +689,17 @@ impl Schedule for Arc<Registry> {
         self.schedule_task(task, true);
     }
 
+    fn unhandled_panic(&self, payload: crate::util::unwind::Payload) {
+        // The first unhandled panic under `ShutdownRuntime` cancels every live task, here on
+        // the completing thread, as `Runtime::shutdown` does from the dropping one
+        // (runtime/task_hooks.rs). The completing task itself is among them: it is RUNNING,
+        // so its shutdown only drops the list's reference, and its `release` finds it
+        // unlinked.
+        if self.hooks.unhandled(payload) {
+            self.shutdown_tasks();
+        }
+    }
+
     fn release(&self, task: RawTask) -> bool {
         // Counted before the task leaves the live list, so that whoever sees the list empty
         // (`wait_idle`, through the SeqCst decrement in `remove`) sees the count too. The
@@ -665,6 +712,12 @@ impl Schedule for Arc<Registry> {
                 bump(&self.counters[worker.index()].tasks_completed);
             }
         });
+        // Before the task leaves the live list, so that `wait_idle` returns only after the
+        // hook of every task it waited for.
+        if self.hooks.on_terminate.is_some() {
+            // SAFETY: the completer holds a reference to `task`.
+            self.hooks.terminated(unsafe { task.header() });
+        }
         // SAFETY: the completer holds a reference to `task`.
         let removed = unsafe { self.owned.remove(task) };
         self.idle_wait

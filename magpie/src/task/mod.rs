@@ -1,15 +1,20 @@
 //! Tasks: futures (and submitted closures) that the workers poll, and their handles.
 //!
-//! The public part: [`JoinHandle`], [`JoinError`], [`yield_now`]. The rest is the machinery:
+//! The public part: [`JoinHandle`], [`JoinError`], [`yield_now`]; task identity ([`Id`],
+//! [`id`], [`try_id`]), named spawns ([`Builder`]) and what the runtime tells of its tasks
+//! ([`TaskInfo`], [`TaskState`], [`TaskMeta`], [`SpawnLocation`]). The rest is the machinery:
 //! the state word (`state`), the one allocation and its type-erased pointer (`raw`), the
 //! harness that polls, cancels and completes a task (`harness`), its waker (`waker`), the
 //! scheduler's handle `Notified` and the `Schedule` trait (`notified`), the runtime's list of
 //! live tasks (`owned`) and the cooperative budget (`coop`).
 
+mod builder;
 pub(crate) mod closure;
 pub(crate) mod coop;
 mod error;
 pub(crate) mod harness;
+pub(crate) mod id;
+mod info;
 mod join;
 pub(crate) mod notified;
 pub(crate) mod owned;
@@ -18,7 +23,10 @@ pub(crate) mod state;
 pub(crate) mod waker;
 mod yield_now;
 
+pub use builder::Builder;
 pub use error::JoinError;
+pub use id::{id, try_id, Id};
+pub use info::{SpawnLocation, TaskInfo, TaskMeta, TaskState};
 pub use join::JoinHandle;
 pub use yield_now::{yield_now, YieldNow};
 

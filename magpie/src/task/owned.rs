@@ -185,6 +185,26 @@ impl OwnedTasks {
         tasks
     }
 
+    /// Calls `f` with every linked task's header, one shard at a time, under the shard's
+    /// lock (invariant 1 keeps each linked task allocated meanwhile). For the live-task
+    /// dump: `f` is magpie's own code (it copies counters), never user code (STYLE.md rule
+    /// 16); spawns and completions that hash to the shard being read wait for it.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&Header)) {
+        for shard in self.shards.iter() {
+            let shard = lock(shard);
+            let mut next = shard.head;
+            while let Some(task) = next {
+                // SAFETY: invariant 2: a linked task is allocated, and stays linked (so
+                // allocated) while we hold its shard's lock; invariant 1: its links are
+                // read under that lock.
+                let header = unsafe { task.as_ref() };
+                f(header);
+                // SAFETY: as above.
+                next = unsafe { header.owned.with(|link| (*link).next) };
+            }
+        }
+    }
+
     /// How many tasks are linked (a gauge).
     pub(crate) fn len(&self) -> usize {
         self.len.load(Relaxed)

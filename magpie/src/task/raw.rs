@@ -33,18 +33,25 @@
 //!    future never completed, or an output nobody read), the scheduler and the join waker.
 //! 5. The future is pinned: it lives in the cell from creation until it is dropped in place
 //!    ([`Core::drop_stage`]), and is never moved.
+//! 6. The header's [`Activity`] counters are written only by the poller (the holder of the
+//!    task's `Notified`, from before `transition_to_running` until its transition out of
+//!    `RUNNING`), so by one thread at a time; anyone holding a reference may read them,
+//!    Relaxed. [`Identity`] is immutable after [`RawTask::new`].
 
 use std::future::Future;
+use std::panic::Location;
 use std::pin::Pin;
 use std::ptr::{self, NonNull};
 use std::task::{Context, Poll, Waker};
 
 use super::error::JoinError;
-use super::harness::Harness;
+use super::harness::{Harness, Poller};
+use super::id::Id;
 use super::notified::{Notified, Schedule};
 use super::owned::OwnedLink;
 use super::state::State;
-use crate::sync::UnsafeCell;
+use crate::sync::atomic::Relaxed;
+use crate::sync::{StatAtomicU64, UnsafeCell};
 pub(crate) use crate::util::unwind::drop_payload;
 use crate::util::unwind::{halt_unwinding, Payload};
 
@@ -57,24 +64,146 @@ pub(crate) static LIVE_TASKS: crate::sync::StaticAtomicUsize =
     crate::sync::StaticAtomicUsize::new(0);
 
 /// The part of a task every holder may read without knowing its future's type.
+///
+/// The fields a poll touches come first (the state word, the vtable, the inject link, the
+/// poll counters), so that on 64-byte lines an untimed poll writes one line of the header;
+/// the identity and the links of the live list, written at spawn and read by the dump,
+/// follow. 120 bytes on 64-bit targets (56 before task identity: `header_size` in
+/// `tests_task.rs` pins it).
 #[repr(C)]
 pub(crate) struct Header {
     /// The state word: flags and reference count.
     pub(crate) state: State,
     /// The typed functions for this task's `F` and `S` (invariant 1).
     pub(crate) vtable: &'static Vtable,
-    /// The task's links in its runtime's list of live tasks (invariant 3, `owned.rs`).
-    pub(crate) owned: UnsafeCell<OwnedLink>,
-    /// The id of the runtime (or other owner) that spawned the task.
-    pub(crate) owner_id: usize,
     /// The task's link in the task inject queue (`queue/linked_inject.rs`), which alone
     /// touches it. One link suffices: a queued task is queued through its `Notified`, and a
     /// task has at most one (state 1), so it is in at most one such queue, once.
     pub(crate) queue_next: UnsafeCell<*mut Header>,
+    /// What the polls of the task did, for `Runtime::tasks` (invariant 6).
+    pub(crate) activity: Activity,
+    /// The task's links in its runtime's list of live tasks (invariant 3, `owned.rs`).
+    pub(crate) owned: UnsafeCell<OwnedLink>,
+    /// The id of the runtime (or other owner) that spawned the task.
+    pub(crate) owner_id: usize,
+    /// Who the task is (immutable): id, spawn location, name, spawn time.
+    pub(crate) identity: Identity,
 }
 
-// SAFETY: a header is shared by every holder of the task, on any thread: its state word is
-// atomic, its vtable and owner id are immutable, its `owned` links are touched only under
+/// Who a task is: set at spawn, never changed, read by anyone holding a reference (the
+/// `JoinHandle`, the dump, the hooks) without knowing the future's type.
+#[derive(Debug)]
+pub(crate) struct Identity {
+    pub(crate) id: Id,
+    /// Where it was spawned (`#[track_caller]` on every spawn function): a pointer to a
+    /// `Location` the compiler placed in the binary, so recording it allocates nothing.
+    pub(crate) location: &'static Location<'static>,
+    /// The name given with `task::Builder::name`. A `Box<String>` rather than a `Box<str>` or
+    /// an `Arc<str>`: a thin pointer, 8 bytes in every header where the fat ones take 16, and
+    /// `None` (no allocation at all) for the unnamed tasks that are the common case. The
+    /// extra indirection is paid only when a name is read.
+    pub(crate) name: Option<Box<String>>,
+    /// When it was spawned, in nanoseconds on its runtime's clock (`Registry::uptime_ns`;
+    /// from a worker, the worker's last reading of it: see ARCHITECTURE.md "Task identity").
+    pub(crate) spawned_ns: u64,
+}
+
+impl Identity {
+    /// A new task's identity, with a fresh [`Id`].
+    pub(crate) fn new(origin: Origin, spawned_ns: u64) -> Identity {
+        Identity {
+            id: Id::next(),
+            location: origin.location,
+            name: origin.name,
+            spawned_ns,
+        }
+    }
+}
+
+/// What the spawner says of a new task: where it was spawned, and its name if it has one.
+#[derive(Debug)]
+pub(crate) struct Origin {
+    pub(crate) location: &'static Location<'static>,
+    pub(crate) name: Option<Box<String>>,
+}
+
+impl Origin {
+    /// An unnamed task spawned by the caller of the `#[track_caller]` function that calls
+    /// this.
+    #[track_caller]
+    #[inline]
+    pub(crate) fn caller() -> Origin {
+        Origin {
+            location: Location::caller(),
+            name: None,
+        }
+    }
+}
+
+/// The counters the poller keeps in the header (invariant 6). Every field is written only by
+/// the thread that holds the task's `Notified` while it runs it, a single writer at a time
+/// (successive pollers are ordered by the state word's transitions), and read by the dump
+/// with Relaxed loads: statistics, which order nothing, so a plain load and store suffice
+/// (no RMW), and a dump may see one poll's fields half-updated.
+#[derive(Debug, Default)]
+pub(crate) struct Activity {
+    /// `polls << WORKER_BITS | (worker + 1)` while a worker polls the task, `polls << 20`
+    /// otherwise: the poll count and who is polling, in one word (one load and one store at
+    /// the start of a poll, one store at its end).
+    pub(crate) polls_worker: StatAtomicU64,
+    /// When the last poll started, on the runtime's clock (ns); 0 before the first.
+    pub(crate) last_poll_ns: StatAtomicU64,
+    /// Total time in `poll`, in ns (timed polls only: see `Poller::clock`).
+    pub(crate) busy_ns: StatAtomicU64,
+    /// The longest poll, in ns (timed polls only).
+    pub(crate) longest_ns: StatAtomicU64,
+}
+
+/// The low bits of `Activity::polls_worker`: the polling worker's index plus one, or 0.
+/// Worker indexes are below `MAX_WORKERS` (2^16), so 20 bits hold them with room to spare,
+/// and the 44 bits left count 1.7 * 10^13 polls.
+pub(crate) const WORKER_BITS: u32 = 20;
+const WORKER_MASK: u64 = (1 << WORKER_BITS) - 1;
+
+impl Activity {
+    /// A poll starts on `worker` (`None`: off the workers) at `now_ns`.
+    #[inline]
+    pub(crate) fn begin_poll(&self, worker: Option<usize>, now_ns: u64) {
+        // Relaxed: invariant 6, a single writer.
+        let polls = (self.polls_worker.load(Relaxed) >> WORKER_BITS) + 1;
+        let running = worker.map_or(0, |w| (w as u64 + 1) & WORKER_MASK);
+        self.polls_worker
+            .store(polls << WORKER_BITS | running, Relaxed);
+        self.last_poll_ns.store(now_ns, Relaxed);
+    }
+
+    /// The poll that `begin_poll` started ended; it took `elapsed_ns`, if it was timed.
+    #[inline]
+    pub(crate) fn end_poll(&self, elapsed_ns: Option<u64>) {
+        // Relaxed: invariant 6, a single writer.
+        let word = self.polls_worker.load(Relaxed);
+        self.polls_worker.store(word & !WORKER_MASK, Relaxed);
+        if let Some(elapsed) = elapsed_ns {
+            self.busy_ns
+                .store(self.busy_ns.load(Relaxed).saturating_add(elapsed), Relaxed);
+            if elapsed > self.longest_ns.load(Relaxed) {
+                self.longest_ns.store(elapsed, Relaxed);
+            }
+        }
+    }
+
+    /// Polls so far, and the worker polling the task now, if one is.
+    pub(crate) fn polls_and_worker(&self) -> (u64, Option<usize>) {
+        // Relaxed: a statistic (invariant 6).
+        let word = self.polls_worker.load(Relaxed);
+        let worker = (word & WORKER_MASK) as usize;
+        (word >> WORKER_BITS, worker.checked_sub(1))
+    }
+}
+
+// SAFETY: a header is shared by every holder of the task, on any thread: its state word and
+// activity counters are atomic, its vtable, owner id and identity are immutable (the name
+// is a `String`, `Send + Sync`), its `owned` links are touched only under
 // the owner list's lock (invariant 3), and its `queue_next` link only by the inject queue
 // that holds its `Notified`, as that queue's invariants 1 and 2 allow. What the header
 // stands for (the future and output) is `Send` (`RawTask::new` requires it).
@@ -124,7 +253,7 @@ pub(crate) struct Cell<F: Future, S> {
 /// The functions of one `Cell<F, S>` type, called with a pointer to its header.
 pub(crate) struct Vtable {
     /// Runs a `Notified` (consumes its reference): see [`RawTask::poll`].
-    pub(crate) poll: unsafe fn(NonNull<Header>) -> bool,
+    pub(crate) poll: unsafe fn(NonNull<Header>, &Poller<'_>) -> bool,
     /// Hands a new `Notified` to the scheduler: see [`RawTask::schedule`].
     pub(crate) schedule: unsafe fn(NonNull<Header>),
     /// Frees the task: see [`RawTask::dealloc`].
@@ -164,7 +293,12 @@ pub(crate) struct RawTask {
 impl RawTask {
     /// Allocates a task in the state `INITIAL_STATE` (two references, `NOTIFIED`,
     /// `JOIN_INTEREST`), holding `future`.
-    pub(crate) fn new<F, S>(future: F, scheduler: S, owner_id: usize) -> RawTask
+    pub(crate) fn new<F, S>(
+        future: F,
+        scheduler: S,
+        owner_id: usize,
+        identity: Identity,
+    ) -> RawTask
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -174,9 +308,11 @@ impl RawTask {
             header: Header {
                 state: State::new(),
                 vtable: vtable::<F, S>(),
+                queue_next: UnsafeCell::new(ptr::null_mut()),
+                activity: Activity::default(),
                 owned: UnsafeCell::new(OwnedLink::default()),
                 owner_id,
-                queue_next: UnsafeCell::new(ptr::null_mut()),
+                identity,
             },
             core: Core {
                 scheduler,
@@ -237,11 +373,11 @@ impl RawTask {
     /// state 1), which this consumes.
     ///
     /// Returns whether the task completed in this run (its output, panic or cancellation is
-    /// now the handle's to read).
-    pub(crate) unsafe fn poll(self) -> bool {
+    /// now the handle's to read). `poller` says who polls, and how to time the poll.
+    pub(crate) unsafe fn poll(self, poller: &Poller<'_>) -> bool {
         // SAFETY: invariant 2 (the Notified's reference); the vtable function is this task's
         // (invariant 1), and its contract is the caller's.
-        unsafe { (self.header().vtable.poll)(self.ptr) }
+        unsafe { (self.header().vtable.poll)(self.ptr, poller) }
     }
 
     /// Gives the task's scheduler a `Notified` for it.
@@ -405,6 +541,26 @@ impl<F: Future, S> Core<F, S> {
     }
 }
 
+impl<F: Future, S> Core<F, S> {
+    /// Takes the stored result back, for the completer whose handle left between its load
+    /// of `JOIN_INTEREST` and `transition_to_stored` (it answered `Detached`).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `RUNNING`, stored the result, and no handle is left to read it
+    /// (state 2 and state 3: the result is the completer's).
+    pub(crate) unsafe fn take_detached_result(&self) -> Option<Result<F::Output, JoinError>> {
+        let stage = self.stage.with_mut(|stage| {
+            // SAFETY: the caller's contract: nobody else touches the stage.
+            std::mem::replace(unsafe { &mut *stage }, Stage::Consumed)
+        });
+        match stage {
+            Stage::Finished(result) => Some(result),
+            _ => None,
+        }
+    }
+}
+
 /// Writes `Consumed` over a stage that was just dropped in place, also while unwinding from
 /// that drop, so that nothing drops it a second time.
 struct ConsumeOnDrop<F: Future>(*mut Stage<F>);
@@ -465,14 +621,14 @@ impl Trailer {
 /// # Safety
 ///
 /// As [`RawTask::poll`].
-unsafe fn poll<F, S>(ptr: NonNull<Header>) -> bool
+unsafe fn poll<F, S>(ptr: NonNull<Header>, poller: &Poller<'_>) -> bool
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: Schedule,
 {
     // SAFETY: invariant 1 (the cast) and invariant 2 (the caller's reference).
-    unsafe { Harness::<F, S>::from_cell(ptr.cast()) }.poll()
+    unsafe { Harness::<F, S>::from_cell(ptr.cast()) }.poll(poller)
 }
 
 /// # Safety

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use super::error::JoinError;
 use super::join::JoinHandle;
 use super::notified::{new_task, Notified, Schedule};
+use super::raw::{Identity, Origin};
 use super::raw::LIVE_TASKS;
 use crate::sync::atomic::*;
 use crate::sync::{lock, Arc, AtomicBool, AtomicUsize, Mutex, MutexGuard};
@@ -66,7 +67,12 @@ impl Runtime {
             queue: self.queue.clone(),
             freed: self.freed.clone(),
         };
-        let (notified, handle) = new_task(future, sched, 7);
+        let (notified, handle) = new_task(
+            future,
+            sched,
+            7,
+            Identity::new(Origin::caller(), 0),
+        );
         assert_eq!(notified.owner_id(), 7);
         lock(&self.queue).push_back(notified);
         handle
@@ -676,4 +682,15 @@ fn stress_wakes_from_four_threads() {
     // The futures' stored wakers are gone with them; the cells hold the last clones.
     drop(cells);
     assert_eq!((rt.freed(), live_tasks()), (TASKS, 0));
+}
+
+/// The header's size on 64-bit targets: 56 bytes before task identity (state, vtable, inject
+/// link, live-list links, owner id), 120 with it (raw.rs, `Header`). A change here should be
+/// deliberate: every task carries it.
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn header_size() {
+    assert_eq!(std::mem::size_of::<super::raw::Header>(), 120);
+    // The fields an untimed poll writes sit in the first 64 bytes.
+    assert!(std::mem::offset_of!(super::raw::Header, activity) + 16 <= 64);
 }

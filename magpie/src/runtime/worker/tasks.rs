@@ -12,6 +12,7 @@ use crate::stats::trace::Kind;
 use crate::stats::{add, bump, histogram_bucket, set, WorkerCounters};
 use crate::sync::StatAtomicU64;
 use crate::task::coop;
+use crate::task::harness::Poller;
 use crate::task::raw::Header;
 
 use super::WorkerThread;
@@ -56,6 +57,11 @@ pub(super) struct TaskState {
     pub(super) polled: Cell<u64>,
     pub(super) local_scheduled: Cell<u64>,
     pub(super) lifo_hits: Cell<u64>,
+    /// The worker's last reading of the runtime's clock (ns since it was built), taken at
+    /// maintenance, at the end of a park and at each timed poll: the spawn time of the tasks
+    /// it spawns and the start of the untimed polls it runs (ARCHITECTURE.md, "Task identity
+    /// and the live-task dump"), so that neither reads the clock.
+    pub(super) clock_ns: Cell<u64>,
 }
 
 /// Adds one to a worker-local count (see `TaskState::polled`).
@@ -221,12 +227,24 @@ impl WorkerThread {
         if self.timed_polls {
             self.run_task_timed(task);
         } else {
+            let poller = Poller {
+                worker: Some(self.index),
+                start_ns: state.clock_ns.get(),
+                clock: None,
+                end_ns: Cell::new(0),
+            };
             // The harness catches every panic of user code.
             // A completed task was counted by `Registry::release`, before it left the live
             // list.
-            let _completed = coop::with_budget(|| task.run());
+            let _completed = coop::with_budget(|| task.run_on(&poller));
         }
         state.in_task.set(false);
+    }
+
+    /// The worker's last clock reading (see `TaskState::clock_ns`).
+    #[inline]
+    pub(crate) fn clock_ns(&self) -> u64 {
+        self.tasks.clock_ns.get()
     }
 
     /// `run_task` with the poll timed, for the histogram and the trace.
@@ -238,8 +256,20 @@ impl WorkerThread {
         if let Some(trace) = self.tracer() {
             trace.record(start, Kind::PollStart, id);
         }
-        let _completed = coop::with_budget(|| task.run());
-        let end = self.registry.uptime_ns();
+        // The harness reads the clock when `poll` returns (before the task can move on to
+        // another poller), records the poll's time in the task, and leaves the reading here.
+        let registry = &*self.registry;
+        let clock = || registry.uptime_ns();
+        let poller = Poller {
+            worker: Some(self.index),
+            start_ns: start,
+            clock: Some(&clock),
+            end_ns: Cell::new(start),
+        };
+        let _completed = coop::with_budget(|| task.run_on(&poller));
+        // A task cancelled before its poll was not timed: the end is the start, or later.
+        let end = poller.end_ns.get().max(start);
+        self.tasks.clock_ns.set(end);
         if let Some(trace) = self.tracer() {
             trace.record(end, Kind::PollEnd, id);
         }
@@ -299,6 +329,10 @@ impl WorkerThread {
             set(&self.counters.mean_task_ns, mean as u64);
         }
         state.batch_start.set(Some(now));
+        state.clock_ns.set(
+            u64::try_from(now.saturating_duration_since(self.registry.started).as_nanos())
+                .unwrap_or(u64::MAX),
+        );
         state.batch_tasks.set(0);
         state.countdown.set(state.interval.get());
         self.poll_drivers(now);
