@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::task_hooks::{TaskHook, UnhandledPanic};
 use super::Runtime;
-use crate::task::TaskMeta;
 use crate::sync::barrier::BarrierMode;
+use crate::task::TaskMeta;
 
 /// The most workers one runtime may have (the sleep protocol counts them in 32-bit fields;
 /// this is far beyond any machine's useful thread count).
@@ -311,8 +311,9 @@ impl Builder {
         self
     }
 
-    /// Calls `hook` for every task spawned on the runtime (by `spawn`, `submit` and their
-    /// relatives, not `spawn_blocking`), on the spawning thread, before the task is queued.
+    /// Calls `hook` for every task spawned on the runtime (by `spawn`, `submit`,
+    /// `spawn_blocking` and their relatives), on the spawning thread, before the task is
+    /// queued.
     ///
     /// A panic in the hook is caught and dropped: the spawn goes on. The hook runs inside
     /// whatever called the spawn, so it should be quick and must not block.
@@ -345,7 +346,8 @@ impl Builder {
 
     /// Calls `hook` once for every task of the runtime that terminates: completes, panics,
     /// or is cancelled (by `abort` or by the runtime's shutdown). It runs on the thread that
-    /// finishes the task (a worker, or the thread dropping the runtime), before the task
+    /// finishes the task (a worker, a blocking thread, or the thread dropping the runtime),
+    /// before the task
     /// leaves the runtime's live-task list, so after [`Runtime::wait_idle`] every finished
     /// task's hook has run.
     ///

@@ -184,11 +184,11 @@ impl Runtime {
                 .then(|| trace_capacity.unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)),
             poll_time_histogram: builder.poll_time_histogram,
             task_poll_times: builder.task_poll_times,
-            hooks: task_hooks::TaskHooks::new(
+            hooks: Arc::new(task_hooks::TaskHooks::new(
                 builder.on_task_spawn.clone(),
                 builder.on_task_terminate.clone(),
                 builder.unhandled_panic,
-            ),
+            )),
             barrier,
             // None unless asked for (a debugging aid, `Builder::park_safety_net`), and never
             // under loom, where a timed park does not block (see `sync::time`).

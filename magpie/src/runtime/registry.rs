@@ -26,8 +26,8 @@ use crate::util::CachePadded;
 use std::sync::Arc;
 
 use super::blocking::BlockingPool;
-use super::task_hooks::TaskHooks;
 use super::idle_wait::IdleWait;
+use super::task_hooks::TaskHooks;
 use super::topology::Groups;
 use super::worker::WorkerThread;
 
@@ -89,8 +89,9 @@ pub(crate) struct Registry {
     pub(crate) poll_time_histogram: bool,
     /// Whether workers time each poll for the live-task dump (`Builder::task_poll_times`).
     pub(crate) task_poll_times: bool,
-    /// The task hooks and the unhandled-panic response.
-    pub(crate) hooks: TaskHooks,
+    /// The task hooks and the unhandled-panic response (shared with the blocking tasks'
+    /// scheduler, which calls the hooks too).
+    pub(crate) hooks: Arc<TaskHooks>,
     /// The longest a worker parks without a wakeup: `None` (no limit) unless
     /// `Builder::park_safety_net` set one, and always `None` under loom, where a timed park
     /// does not block (see `sync::time`).
@@ -122,7 +123,7 @@ pub(crate) struct Options {
     pub(crate) trace_capacity: Option<usize>,
     pub(crate) poll_time_histogram: bool,
     pub(crate) task_poll_times: bool,
-    pub(crate) hooks: TaskHooks,
+    pub(crate) hooks: Arc<TaskHooks>,
     pub(crate) barrier: crate::sync::barrier::Barrier,
     pub(crate) park_safety_net: Option<std::time::Duration>,
 }
@@ -347,12 +348,15 @@ impl Registry {
         // gone by the time it runs, the free functions fall back as on any other thread.
         let registry = Arc::downgrade(self);
         let identity = Identity::new(origin, self.uptime_ns());
+        // The hooks only when there are some: an `Arc` clone per spawn otherwise for nothing.
+        let hooks = self.hooks.has_hooks().then(|| self.hooks.clone());
         self.blocking.spawn(
             move || {
                 let _enter = registry.upgrade().map(|r| super::context::enter(&r));
                 f()
             },
             identity,
+            hooks,
         )
     }
 

@@ -5,9 +5,9 @@
 //! # Where the hooks run, and what guards them
 //!
 //! The spawn hook runs on the spawning thread, after the task is made and before it is
-//! queued; the terminate hook on the thread that completes the task (its worker, or the
-//! thread dropping the runtime for the tasks a shutdown cancels), before the task leaves the
-//! live-task list, so that [`Runtime::wait_idle`] returns only after every terminate hook of
+//! queued; the terminate hook on the thread that completes the task (its worker, a blocking
+//! thread, or the thread dropping the runtime for the tasks a shutdown cancels), before the
+//! task leaves the live-task list, so that [`Runtime::wait_idle`] returns only after every terminate hook of
 //! the tasks it waited for has run. Both are user code called from the runtime's own paths,
 //! where a panic must not escape (STYLE.md rule 16): each call is wrapped in
 //! `halt_unwinding` and the payload dropped with `drop_payload`, so a panicking hook costs
@@ -143,6 +143,11 @@ impl TaskHooks {
             unhandled_panic,
             ..TaskHooks::default()
         }
+    }
+
+    /// Whether a spawn or terminate hook is set.
+    pub(crate) fn has_hooks(&self) -> bool {
+        self.on_spawn.is_some() || self.on_terminate.is_some()
     }
 
     /// A task was made (its spawner calls this).

@@ -198,7 +198,10 @@ impl TaskInfo {
             None => TaskState::Idle,
         };
         // Relaxed: statistics (raw.rs invariant 6).
-        let last_poll = header.activity.last_poll_ns.load(crate::sync::atomic::Relaxed);
+        let last_poll = header
+            .activity
+            .last_poll_ns
+            .load(crate::sync::atomic::Relaxed);
         TaskInfo {
             id: identity.id,
             name: identity.name.as_deref().cloned(),
@@ -206,7 +209,10 @@ impl TaskInfo {
             state,
             polls,
             busy_ns: header.activity.busy_ns.load(crate::sync::atomic::Relaxed),
-            longest_poll_ns: header.activity.longest_ns.load(crate::sync::atomic::Relaxed),
+            longest_poll_ns: header
+                .activity
+                .longest_ns
+                .load(crate::sync::atomic::Relaxed),
             age_ns: now_ns.saturating_sub(identity.spawned_ns),
             since_last_poll_ns: (polls > 0).then(|| now_ns.saturating_sub(last_poll)),
         }

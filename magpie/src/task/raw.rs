@@ -293,12 +293,7 @@ pub(crate) struct RawTask {
 impl RawTask {
     /// Allocates a task in the state `INITIAL_STATE` (two references, `NOTIFIED`,
     /// `JOIN_INTEREST`), holding `future`.
-    pub(crate) fn new<F, S>(
-        future: F,
-        scheduler: S,
-        owner_id: usize,
-        identity: Identity,
-    ) -> RawTask
+    pub(crate) fn new<F, S>(future: F, scheduler: S, owner_id: usize, identity: Identity) -> RawTask
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,

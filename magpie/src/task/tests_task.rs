@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use super::error::JoinError;
 use super::join::JoinHandle;
 use super::notified::{new_task, Notified, Schedule};
-use super::raw::{Identity, Origin};
 use super::raw::LIVE_TASKS;
+use super::raw::{Identity, Origin};
 use crate::sync::atomic::*;
 use crate::sync::{lock, Arc, AtomicBool, AtomicUsize, Mutex, MutexGuard};
 
@@ -67,12 +67,7 @@ impl Runtime {
             queue: self.queue.clone(),
             freed: self.freed.clone(),
         };
-        let (notified, handle) = new_task(
-            future,
-            sched,
-            7,
-            Identity::new(Origin::caller(), 0),
-        );
+        let (notified, handle) = new_task(future, sched, 7, Identity::new(Origin::caller(), 0));
         assert_eq!(notified.owner_id(), 7);
         lock(&self.queue).push_back(notified);
         handle

@@ -330,8 +330,11 @@ impl WorkerThread {
         }
         state.batch_start.set(Some(now));
         state.clock_ns.set(
-            u64::try_from(now.saturating_duration_since(self.registry.started).as_nanos())
-                .unwrap_or(u64::MAX),
+            u64::try_from(
+                now.saturating_duration_since(self.registry.started)
+                    .as_nanos(),
+            )
+            .unwrap_or(u64::MAX),
         );
         state.batch_tasks.set(0);
         state.countdown.set(state.interval.get());
