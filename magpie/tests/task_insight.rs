@@ -282,6 +282,7 @@ fn timed_polls_fill_busy_and_longest() {
         }
     });
     acked.recv().unwrap();
+    rt.install(|| ()); // the first poll ended: the message below needs a second one
     tx.unbounded_send(()).unwrap();
     acked.recv().unwrap();
     rt.install(|| ());
