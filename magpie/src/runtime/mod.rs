@@ -354,8 +354,9 @@ impl Runtime {
     ///     }
     /// }
     /// tx.send(()).unwrap();
+    /// let id = running.id();
     /// running.join().unwrap();
-    /// assert!(rt.tasks().iter().all(|t| t.id != running.id())); // finished: gone
+    /// assert!(rt.tasks().iter().all(|t| t.id != id)); // finished: gone
     /// ```
     pub fn tasks(&self) -> Vec<TaskInfo> {
         let now = self.registry.uptime_ns();
