@@ -4,7 +4,7 @@
 //! waiting for good after a few yields (idle), one closure per worker holding its worker
 //! (running), and tasks spawned behind them (scheduled). The dump is taken while they are
 //! so, then the running closures are released and the runtime is dropped, which cancels the
-//! rest. Polls are timed (`Builder::task_poll_times`), so `busy` and `longest` are filled.
+//! rest. Polls are timed (`Builder::task_insight`), so every task has counters.
 
 use std::io::Write;
 use std::sync::{Arc, Barrier};
@@ -37,7 +37,7 @@ pub(crate) fn run(args: &TasksArgs, out: &mut impl Write) -> Result<(), Failure>
     let workers = args.common.workers_or_default()?;
     let rt = Runtime::builder()
         .worker_threads(workers)
-        .task_poll_times(true)
+        .task_insight(true)
         .build()?;
     let tasks = demo_dump(&rt, workers)?;
     if args.common.json {
@@ -53,16 +53,24 @@ pub(crate) fn run(args: &TasksArgs, out: &mut impl Write) -> Result<(), Failure>
             "id", "name", "state", "location", "polls", "busy", "longest", "age",
         ]);
         for info in &tasks {
-            table.row([
-                info.id.to_string(),
-                info.name.clone().unwrap_or_else(|| "-".to_owned()),
-                state(info.state),
-                info.location.to_string(),
-                info.polls.to_string(),
-                duration(info.busy()),
-                duration(info.longest_poll()),
-                duration(info.age()),
-            ]);
+            table.row(
+                [
+                    info.id.to_string(),
+                    info.name.clone().unwrap_or_else(|| "-".to_owned()),
+                    state(info.state),
+                    info.location.to_string(),
+                ]
+                .into_iter()
+                .chain(match &info.counters {
+                    Some(c) => [
+                        c.polls.to_string(),
+                        duration(c.busy()),
+                        duration(c.longest_poll()),
+                        duration(c.age()),
+                    ],
+                    None => ["-", "-", "-", "-"].map(str::to_owned),
+                }),
+            );
         }
         writeln!(out, "{} live tasks on {workers} workers", tasks.len())?;
         table.write(out)?;
@@ -94,9 +102,9 @@ fn demo_dump(rt: &Runtime, workers: usize) -> Result<Vec<TaskInfo>, Failure> {
     idle.push(ticker.id());
     settle(rt, "the idle tasks to wait", |tasks| {
         idle.iter().all(|id| {
-            tasks
-                .iter()
-                .any(|t| t.id == *id && t.polls > 0 && t.state == TaskState::Idle)
+            tasks.iter().any(|t| {
+                t.id == *id && t.state == TaskState::Idle && t.counters.is_some_and(|c| c.polls > 0)
+            })
         })
     })?;
 

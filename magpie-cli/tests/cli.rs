@@ -302,14 +302,18 @@ fn tasks_lists_every_state_with_names_and_locations() {
     for name in ["timer-0", "timer-1", "timer-2", "ticker"] {
         assert_eq!(named(name)["state"], "Idle", "{name}");
     }
-    assert_eq!(named("ticker")["polls"], 11, "ten yields, then the wait");
+    assert_eq!(
+        named("ticker")["counters"]["polls"],
+        11,
+        "ten yields, then the wait"
+    );
     for name in ["busy-0", "busy-1"] {
         let worker = named(name)["state"]["Running"]["worker"].as_u64();
         assert!(matches!(worker, Some(0 | 1)), "{name}: {:?}", named(name));
     }
     for name in ["queued-0", "queued-1"] {
         assert_eq!(named(name)["state"], "Scheduled", "{name}");
-        assert_eq!(named(name)["polls"], 0);
+        assert_eq!(named(name)["counters"]["polls"], 0);
     }
     let ids: std::collections::HashSet<u64> =
         tasks.iter().map(|t| t["id"].as_u64().unwrap()).collect();

@@ -10,7 +10,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 
 use futures::StreamExt;
-use magpie::task::{self, Id, TaskInfo, TaskState};
+use magpie::task::{self, Id, TaskCounters, TaskInfo, TaskState};
 use magpie::{Runtime, UnhandledPanic};
 
 mod common;
@@ -18,6 +18,23 @@ use common::{panic_message, runtime};
 
 fn info(rt: &Runtime, id: Id) -> Option<TaskInfo> {
     rt.tasks().into_iter().find(|t| t.id == id)
+}
+
+/// The counters of task `id`, which must keep them.
+fn counters(rt: &Runtime, id: Id) -> TaskCounters {
+    info(rt, id)
+        .unwrap()
+        .counters
+        .expect("the task keeps counters")
+}
+
+/// A runtime that keeps counters for every task.
+fn insight(workers: usize) -> Runtime {
+    Runtime::builder()
+        .worker_threads(workers)
+        .task_insight(true)
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -186,7 +203,7 @@ fn names_show_in_the_dump_and_the_hooks() {
 /// task leaves the dump.
 #[test]
 fn dump_shows_idle_tasks_and_counts_polls() {
-    let rt = runtime(1);
+    let rt = insight(1);
     let (tx, mut rx) = futures::channel::mpsc::unbounded::<()>();
     let (ack, acked) = mpsc::channel();
     let handle = rt.spawn(async move {
@@ -198,16 +215,16 @@ fn dump_shows_idle_tasks_and_counts_polls() {
     let id = handle.id();
     acked.recv().unwrap();
     rt.install(|| ()); // the first poll has ended
-    let first = info(&rt, id).unwrap();
-    assert_eq!(first.state, TaskState::Idle);
+    assert_eq!(info(&rt, id).unwrap().state, TaskState::Idle);
+    let first = counters(&rt, id);
     assert_eq!(first.polls, 1);
     assert!(first.since_last_poll_ns.is_some());
     for message in 1..=3 {
         tx.unbounded_send(()).unwrap();
         acked.recv().unwrap();
         rt.install(|| ());
-        let now = info(&rt, id).unwrap();
-        assert_eq!(now.state, TaskState::Idle);
+        assert_eq!(info(&rt, id).unwrap().state, TaskState::Idle);
+        let now = counters(&rt, id);
         assert_eq!(now.polls, 1 + message, "one poll per message");
         assert!(now.age_ns >= first.age_ns);
     }
@@ -240,11 +257,14 @@ fn dump_shows_running_and_scheduled_tasks() {
     let row = info(&rt, running.id()).unwrap();
     assert_eq!(row.state, TaskState::Running { worker });
     assert!(worker < rt.num_workers());
-    assert_eq!(row.polls, 1);
+    assert_eq!(
+        row.counters, None,
+        "no counters: a default runtime, an unnamed task"
+    );
     release.wait();
     running.join().unwrap();
 
-    let single = runtime(1);
+    let single = insight(1);
     let (started_tx, started_rx) = mpsc::channel();
     let (release_tx, release_rx) = mpsc::channel::<()>();
     let blocker = single.submit(move || {
@@ -255,7 +275,11 @@ fn dump_shows_running_and_scheduled_tasks() {
     let queued = single.spawn(async {});
     let row = info(&single, queued.id()).unwrap();
     assert_eq!(row.state, TaskState::Scheduled);
-    assert_eq!((row.polls, row.since_last_poll_ns), (0, None));
+    let queued_counters = row.counters.unwrap();
+    assert_eq!(
+        (queued_counters.polls, queued_counters.since_last_poll_ns),
+        (0, None)
+    );
     assert_eq!(
         info(&single, blocker.id()).unwrap().state,
         TaskState::Running { worker: 0 }
@@ -267,11 +291,7 @@ fn dump_shows_running_and_scheduled_tasks() {
 
 #[test]
 fn timed_polls_fill_busy_and_longest() {
-    let rt = Runtime::builder()
-        .worker_threads(1)
-        .task_poll_times(true)
-        .build()
-        .unwrap();
+    let rt = insight(1);
     let (tx, mut rx) = futures::channel::mpsc::unbounded::<()>();
     let (ack, acked) = mpsc::channel();
     let handle = rt.spawn(async move {
@@ -286,7 +306,7 @@ fn timed_polls_fill_busy_and_longest() {
     tx.unbounded_send(()).unwrap();
     acked.recv().unwrap();
     rt.install(|| ());
-    let row = info(&rt, handle.id()).unwrap();
+    let row = counters(&rt, handle.id());
     assert_eq!(row.polls, 2);
     // The second poll spun for 200 µs: both are at least that, whatever the clock.
     assert!(row.longest_poll_ns >= 200_000, "{row:?}");
@@ -294,23 +314,29 @@ fn timed_polls_fill_busy_and_longest() {
     drop(tx);
     handle.join().unwrap();
 
-    // Untimed (the default): counts, but no times.
+    // A named task on a default runtime: counts, but no times.
     let rt = runtime(1);
     let (ack, acked) = mpsc::channel();
-    let handle = rt.spawn(async move {
-        ack.send(()).unwrap();
-        std::future::pending::<()>().await
-    });
+    let handle = task::Builder::new().name("counted").spawn_on(
+        async move {
+            ack.send(()).unwrap();
+            std::future::pending::<()>().await
+        },
+        &rt,
+    );
     acked.recv().unwrap();
     rt.install(|| ());
-    let row = info(&rt, handle.id()).unwrap();
+    let row = counters(&rt, handle.id());
     assert_eq!((row.polls, row.busy_ns, row.longest_poll_ns), (1, 0, 0));
+    // An unnamed one keeps none.
+    let plain = rt.spawn(std::future::pending::<()>());
+    assert_eq!(info(&rt, plain.id()).unwrap().counters, None);
 }
 
 #[cfg(feature = "serde")]
 #[test]
 fn task_info_round_trips_through_json() {
-    let rt = runtime(1);
+    let rt = insight(1);
     let _named = task::Builder::new()
         .name("json")
         .spawn_on(std::future::pending::<()>(), &rt);
@@ -321,6 +347,7 @@ fn task_info_round_trips_through_json() {
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(value[0]["name"], "json");
     assert!(value[0]["id"].is_u64());
+    assert!(value[0]["counters"]["polls"].is_u64());
 }
 
 fn shutdown_on_panic(workers: usize) -> Runtime {

@@ -127,7 +127,7 @@ impl BlockingPool {
             hooks: hooks.clone(),
         };
         let closure = crate::task::closure::Closure::new(f);
-        let (task, handle) = new_task(closure, scheduler, 0, identity);
+        let (task, handle) = new_task(closure, scheduler, identity);
         if let Some(hooks) = hooks {
             // SAFETY: the Notified holds a reference to the task.
             hooks.spawned(unsafe { task.raw().header() });

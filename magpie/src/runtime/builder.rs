@@ -68,7 +68,7 @@ pub struct Builder {
     pub(super) poll_time_histogram: bool,
     pub(super) park_safety_net: Option<Duration>,
     pub(super) barrier: Option<BarrierMode>,
-    pub(super) task_poll_times: bool,
+    pub(super) task_insight: bool,
     pub(super) on_task_spawn: Option<TaskHook>,
     pub(super) on_task_terminate: Option<TaskHook>,
     pub(super) unhandled_panic: UnhandledPanic,
@@ -284,17 +284,23 @@ impl Builder {
         self
     }
 
-    /// Times every task poll for [`Runtime::tasks`]: each [`TaskInfo`](crate::task::TaskInfo)
-    /// then has its total and longest poll time (`busy_ns`, `longest_poll_ns`), and its
-    /// last-poll time to the nanosecond. Off by default: it reads the clock twice per poll,
-    /// which on a `yield_many`-like load (a poll of about 25 ns) costs more than the poll.
-    /// A runtime with the poll-time histogram or the trace on times its polls anyway, and
-    /// fills these fields too.
+    /// Keeps counters for every task, for [`Runtime::tasks`]: each
+    /// [`TaskInfo`](crate::task::TaskInfo) then has [`TaskCounters`](crate::task::TaskCounters)
+    /// (polls, total and longest poll time, age, time since the last poll). Off by default,
+    /// because it costs: a second allocation per spawn for the counters (a task's own
+    /// allocation does not grow, see ARCHITECTURE.md, "Task identity and the live-task
+    /// dump"), and two clock reads per poll, which on a `yield_many`-like load (a poll of
+    /// about 25 ns) cost more than the poll. Named tasks keep counters on any runtime, but
+    /// their polls are timed only where polls are timed anyway (here, or with the poll-time
+    /// histogram or the trace).
+    ///
+    /// Without it, [`Runtime::tasks`] still lists every task with its id, spawn location,
+    /// name and state.
     ///
     /// # Examples
     ///
     /// ```
-    /// let rt = magpie::Runtime::builder().worker_threads(1).task_poll_times(true).build().unwrap();
+    /// let rt = magpie::Runtime::builder().worker_threads(1).task_insight(true).build().unwrap();
     /// let (started, wait) = std::sync::mpsc::channel();
     /// let task = rt.spawn(async move {
     ///     started.send(()).unwrap();
@@ -303,11 +309,12 @@ impl Builder {
     /// wait.recv().unwrap();
     /// rt.install(|| ()); // the one worker is past the poll's end
     /// let info = rt.tasks().into_iter().find(|t| t.id == task.id()).unwrap();
-    /// assert_eq!(info.polls, 1);
-    /// assert_eq!(info.busy_ns, info.longest_poll_ns); // one poll: the longest is the total
+    /// let counters = info.counters.unwrap();
+    /// assert_eq!(counters.polls, 1);
+    /// assert_eq!(counters.busy_ns, counters.longest_poll_ns); // one poll: longest = total
     /// ```
-    pub fn task_poll_times(mut self, enabled: bool) -> Builder {
-        self.task_poll_times = enabled;
+    pub fn task_insight(mut self, enabled: bool) -> Builder {
+        self.task_insight = enabled;
         self
     }
 

@@ -183,7 +183,7 @@ impl Runtime {
                 .resolved_trace()
                 .then(|| trace_capacity.unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)),
             poll_time_histogram: builder.poll_time_histogram,
-            task_poll_times: builder.task_poll_times,
+            task_insight: builder.task_insight,
             hooks: Arc::new(task_hooks::TaskHooks::new(
                 builder.on_task_spawn.clone(),
                 builder.on_task_terminate.clone(),
@@ -341,7 +341,7 @@ impl Runtime {
     /// ```
     /// use magpie::task::{Builder, TaskState};
     ///
-    /// let rt = magpie::Runtime::builder().worker_threads(2).task_poll_times(true).build().unwrap();
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
     /// let (tx, rx) = std::sync::mpsc::channel::<()>();
     /// let waiting = Builder::new().name("waiting").spawn_on(std::future::pending::<()>(), &rt);
     /// let running = Builder::new().name("running").submit_on(move || rx.recv().unwrap(), &rt);
@@ -359,11 +359,23 @@ impl Runtime {
     /// assert!(rt.tasks().iter().all(|t| t.id != id)); // finished: gone
     /// ```
     pub fn tasks(&self) -> Vec<TaskInfo> {
-        let now = self.registry.uptime_ns();
-        let mut tasks = Vec::with_capacity(self.registry.owned.len());
-        self.registry
-            .owned
-            .for_each(|header| tasks.push(TaskInfo::read(header, now)));
+        let registry = &*self.registry;
+        let now = registry.uptime_ns();
+        let mut tasks = Vec::with_capacity(registry.owned.len());
+        let mut polling = Vec::new();
+        registry.owned.for_each_shard(|headers| {
+            // Which task each worker polls, read under the shard's lock: a task linked in
+            // the shard now cannot be unlinked (nor its address reused) until the walk
+            // ends, and its worker clears its word before it unlinks the task
+            // (`Harness::poll_future`), so an address found here is this task's poll.
+            polling.clear();
+            polling.extend(registry.counters.iter().enumerate().filter_map(|(i, c)| {
+                // Relaxed: see above; the lock orders it.
+                let address = c.polling.load(Relaxed);
+                (address != 0).then_some((address, i))
+            }));
+            tasks.extend(headers.iter().map(|h| TaskInfo::read(h, now, &polling)));
+        });
         tasks.sort_unstable_by_key(|task| task.id);
         tasks
     }

@@ -87,8 +87,9 @@ pub(crate) struct Registry {
     pub(crate) traces: Option<Box<[Arc<TraceBuffer>]>>,
     /// Whether workers time each poll for the histogram.
     pub(crate) poll_time_histogram: bool,
-    /// Whether workers time each poll for the live-task dump (`Builder::task_poll_times`).
-    pub(crate) task_poll_times: bool,
+    /// Whether every task keeps counters for the live-task dump, and workers time each poll
+    /// (`Builder::task_insight`).
+    pub(crate) task_insight: bool,
     /// The task hooks and the unhandled-panic response (shared with the blocking tasks'
     /// scheduler, which calls the hooks too).
     pub(crate) hooks: Arc<TaskHooks>,
@@ -122,7 +123,7 @@ pub(crate) struct Options {
     /// Events per worker ring, if tracing is on.
     pub(crate) trace_capacity: Option<usize>,
     pub(crate) poll_time_histogram: bool,
-    pub(crate) task_poll_times: bool,
+    pub(crate) task_insight: bool,
     pub(crate) hooks: Arc<TaskHooks>,
     pub(crate) barrier: crate::sync::barrier::Barrier,
     pub(crate) park_safety_net: Option<std::time::Duration>,
@@ -184,7 +185,7 @@ impl Registry {
                     .collect()
             }),
             poll_time_histogram: options.poll_time_histogram,
-            task_poll_times: options.task_poll_times,
+            task_insight: options.task_insight,
             hooks: options.hooks,
             park_safety_net: options.park_safety_net,
             remote_schedules: AtomicU64::new(0),
@@ -347,7 +348,8 @@ impl Registry {
         // Weak: a closure still queued must not keep its runtime alive. If the runtime is
         // gone by the time it runs, the free functions fall back as on any other thread.
         let registry = Arc::downgrade(self);
-        let identity = Identity::new(origin, self.uptime_ns());
+        // Blocking tasks are not in the dump: no counters, unless named (for the hooks).
+        let identity = Identity::new(origin, 0, false);
         // The hooks only when there are some: an `Arc` clone per spawn otherwise for nothing.
         let hooks = self.hooks.has_hooks().then(|| self.hooks.clone());
         self.blocking.spawn(
@@ -467,19 +469,17 @@ impl Registry {
         F::Output: Send + 'static,
     {
         self.count_spawn(spawner);
-        // The spawn time: a worker's last clock reading (no clock read per spawn: see
-        // ARCHITECTURE.md, "Task identity and the live-task dump"); from elsewhere, a
-        // reading, which costs little next to the remote push's wake.
+        // The spawn time, for tasks that keep counters (`Identity::new`): a worker's last
+        // clock reading (see ARCHITECTURE.md, "Task identity and the live-task dump"); from
+        // elsewhere, a reading.
+        let insight = self.task_insight || origin.name.is_some();
         let spawned_ns = match spawner {
+            _ if !insight => 0,
             Some(worker) => worker.clock_ns(),
             None => self.uptime_ns(),
         };
-        let (task, handle) = new_task(
-            future,
-            self.clone(),
-            self.id,
-            Identity::new(origin, spawned_ns),
-        );
+        let identity = Identity::new(origin, spawned_ns, insight);
+        let (task, handle) = new_task(future, self.clone(), identity);
         if self.hooks.on_spawn.is_some() {
             // SAFETY: the Notified holds a reference to the task.
             self.hooks.spawned(unsafe { task.raw().header() });

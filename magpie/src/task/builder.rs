@@ -66,7 +66,7 @@ impl Builder {
     fn origin(self, location: &'static std::panic::Location<'static>) -> Origin {
         Origin {
             location,
-            name: self.name.map(Box::new),
+            name: self.name,
         }
     }
 

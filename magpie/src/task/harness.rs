@@ -35,13 +35,17 @@ use super::state::{
     State, TransitionToIdle, TransitionToRunning, TransitionToShutdown, TransitionToStored,
 };
 use super::waker::waker_ref;
+use crate::sync::atomic::Relaxed;
+use crate::sync::StatAtomicU64;
 use crate::util::unwind::{halt_unwinding, Payload};
 
-/// Who polls a task, and how: what the header's activity counters (raw.rs invariant 6)
-/// record of the poll.
+/// Who polls a task, and how: what the task's insight counters (raw.rs invariant 6) and the
+/// worker's "polling now" word record of the poll.
 pub(crate) struct Poller<'a> {
-    /// The worker polling, or `None` off the workers (the blocking pool, tests).
-    pub(crate) worker: Option<usize>,
+    /// The polling worker's "polling now" word (`WorkerCounters::polling`), which holds the
+    /// task's header address while the poll runs; `None` off the workers (the blocking
+    /// pool, tests).
+    pub(crate) polling: Option<&'a StatAtomicU64>,
     /// When the poll starts, in ns on the runtime's clock: the worker's last clock reading
     /// for an untimed poll (no clock is read for it), the poll's start for a timed one.
     pub(crate) start_ns: u64,
@@ -55,7 +59,7 @@ impl Poller<'_> {
     /// A poll off the workers, untimed, at time 0 (the blocking pool's tasks are not in any
     /// live-task list, so nobody reads the times).
     pub(crate) const OFF_POOL: Poller<'static> = Poller {
-        worker: None,
+        polling: None,
         start_ns: 0,
         clock: None,
         end_ns: std::cell::Cell::new(0),
@@ -140,9 +144,17 @@ where
     fn poll_future(self, poller: &Poller<'_>) -> bool {
         // The task is the thread's current one (`task::id`) for the poll, the drop of the
         // future and the completion (the terminate hook sees it too).
-        let _current = id::enter(self.header().identity.id);
-        let activity = &self.header().activity;
-        activity.begin_poll(poller.worker, poller.start_ns);
+        let header = self.header();
+        let _current = id::enter(header.identity.id);
+        let insight = header.identity.insight();
+        if let Some(insight) = insight {
+            insight.activity.begin_poll(poller.start_ns);
+        }
+        if let Some(polling) = poller.polling {
+            // Relaxed: a statistic; the dump reads it under the live list's shard lock,
+            // which orders it against the task's unlinking (`Runtime::tasks`).
+            polling.store(header as *const Header as u64, Relaxed);
+        }
         let polled = {
             // SAFETY: the poller's reference outlives the waker (it is dropped at the end of
             // this block, before any transition below gives that reference up); the waker's
@@ -161,7 +173,14 @@ where
             poller.end_ns.set(end);
             end.saturating_sub(poller.start_ns)
         });
-        activity.end_poll(elapsed);
+        if let Some(polling) = poller.polling {
+            // Relaxed: as above. Before the task can complete, leave the live list and have
+            // its address reused: a dump never sees this word name another task.
+            polling.store(0, Relaxed);
+        }
+        if let Some(insight) = insight {
+            insight.activity.end_poll(elapsed);
+        }
         match polled {
             Ok(Poll::Pending) => match self.state().transition_to_idle() {
                 TransitionToIdle::Ok => false,

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use super::id::Id;
 use super::raw::Header;
+use crate::sync::atomic::Relaxed;
 
 /// Who a task is: its id, name and spawn location, as the runtime's task hooks
 /// ([`Builder::on_task_spawn`], [`Builder::on_task_terminate`]) see it.
@@ -66,7 +67,7 @@ impl<'a> TaskMeta<'a> {
     ///
     /// See [`TaskMeta`].
     pub fn name(&self) -> Option<&'a str> {
-        self.header.identity.name.as_deref().map(String::as_str)
+        self.header.identity.name()
     }
 
     /// Where the task was spawned: the caller of `spawn`, `submit`, `spawn_blocking` or
@@ -76,7 +77,7 @@ impl<'a> TaskMeta<'a> {
     ///
     /// See [`TaskMeta`].
     pub fn location(&self) -> &'static Location<'static> {
-        self.header.identity.location
+        self.header.identity.location()
     }
 }
 
@@ -107,7 +108,6 @@ impl fmt::Debug for TaskMeta<'_> {
 /// rt.install(|| ()); // ...and ended: the one worker runs this job after it
 /// let info = rt.tasks().into_iter().find(|t| t.id == parked.id()).unwrap();
 /// assert_eq!(info.state, TaskState::Idle);
-/// assert_eq!(info.polls, 1);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -137,15 +137,11 @@ impl fmt::Display for TaskState {
 
 /// One live task of a runtime: a row of [`Runtime::tasks`](crate::Runtime::tasks).
 ///
-/// Times are nanoseconds, as in [`Stats`](crate::Stats), with `Duration` accessors.
-/// `polls` and the state are exact as of the moment the dump read them. The poll times
-/// `busy_ns` and `longest_poll_ns` are measured only on runtimes that time their polls
-/// ([`Builder::task_poll_times`](crate::Builder::task_poll_times), or the poll-time
-/// histogram or the trace, which time them anyway) and read 0 elsewhere. `age_ns` and
-/// `since_last_poll_ns` come from the worker's clock readings (one per maintenance, about
-/// every millisecond of work, and one per park), not from a clock read per spawn or poll,
-/// so on a runtime that does not time its polls they are precise to about a millisecond,
-/// or to the longest recent poll where polls are long.
+/// Every task has an id, a spawn location and a state; its name and [`TaskCounters`] are
+/// there when it keeps them: counters on a runtime built with
+/// [`Builder::task_insight`](crate::Builder::task_insight), and for every named task.
+/// (Keeping them takes an allocation per task, which an unnamed task on a default runtime
+/// does without: ARCHITECTURE.md, "Task identity and the live-task dump".)
 ///
 /// # Examples
 ///
@@ -157,6 +153,7 @@ impl fmt::Display for TaskState {
 /// let info = rt.tasks().into_iter().find(|t| t.id == handle.id()).unwrap();
 /// assert_eq!(info.name.as_deref(), Some("waiter"));
 /// assert_eq!(info.location.file, file!());
+/// assert!(info.counters.is_some()); // a named task keeps them
 /// println!("{info:?}");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,9 +168,37 @@ pub struct TaskInfo {
     pub location: SpawnLocation,
     /// What it is doing.
     pub state: TaskState,
+    /// What its polls did, if it keeps counters (see above).
+    pub counters: Option<TaskCounters>,
+}
+
+/// What a task's polls did, for the tasks that keep counters (see [`TaskInfo`]).
+///
+/// Times are nanoseconds, as in [`Stats`](crate::Stats), with `Duration` accessors.
+/// `busy_ns` and `longest_poll_ns` are measured on runtimes that time their polls
+/// ([`Builder::task_insight`](crate::Builder::task_insight), the poll-time histogram, the
+/// trace) and read 0 elsewhere (a named task on a default runtime). `age_ns` and
+/// `since_last_poll_ns` come from the worker's clock readings, which on a runtime that does
+/// not time its polls happen at maintenance (about every millisecond of work) and at parks,
+/// so they are precise to about a millisecond there.
+///
+/// # Examples
+///
+/// ```
+/// let rt = magpie::Runtime::builder().worker_threads(1).task_insight(true).build().unwrap();
+/// let _task = rt.spawn(std::future::pending::<()>());
+/// for info in rt.tasks() {
+///     let counters = info.counters.unwrap();
+///     assert!(counters.longest_poll() <= counters.busy());
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct TaskCounters {
     /// How many times it has been polled (including a poll running now).
     pub polls: u64,
-    /// Time spent in its `poll`, in total, in ns (0 unless polls are timed: see above).
+    /// Time spent in its `poll`, in total, in ns (0 unless polls are timed).
     pub busy_ns: u64,
     /// Its longest poll so far, in ns (0 unless polls are timed).
     pub longest_poll_ns: u64,
@@ -185,10 +210,15 @@ pub struct TaskInfo {
 }
 
 impl TaskInfo {
-    /// Reads one task's row; `now_ns` is the runtime's clock now.
-    pub(crate) fn read(header: &Header, now_ns: u64) -> TaskInfo {
+    /// Reads one task's row. `now_ns` is the runtime's clock now; `polling` holds, for each
+    /// worker polling a task, that task's header address and the worker's index.
+    pub(crate) fn read(header: &Header, now_ns: u64, polling: &[(u64, usize)]) -> TaskInfo {
         let identity = &header.identity;
-        let (polls, worker) = header.activity.polls_and_worker();
+        let address = header as *const Header as u64;
+        let worker = polling
+            .iter()
+            .find(|(polled, _)| *polled == address)
+            .map(|&(_, worker)| worker);
         let snapshot = header.state.load();
         let state = match worker {
             Some(worker) => TaskState::Running { worker },
@@ -197,38 +227,35 @@ impl TaskInfo {
             None if snapshot.is_notified() || snapshot.is_running() => TaskState::Scheduled,
             None => TaskState::Idle,
         };
-        // Relaxed: statistics (raw.rs invariant 6).
-        let last_poll = header
-            .activity
-            .last_poll_ns
-            .load(crate::sync::atomic::Relaxed);
+        let counters = identity.insight().map(|insight| {
+            let activity = &insight.activity;
+            // Relaxed: statistics (raw.rs invariant 6).
+            let polls = activity.polls.load(Relaxed);
+            let last_poll = activity.last_poll_ns.load(Relaxed);
+            TaskCounters {
+                polls,
+                busy_ns: activity.busy_ns.load(Relaxed),
+                longest_poll_ns: activity.longest_ns.load(Relaxed),
+                age_ns: now_ns.saturating_sub(insight.spawned_ns),
+                since_last_poll_ns: (polls > 0).then(|| now_ns.saturating_sub(last_poll)),
+            }
+        });
         TaskInfo {
             id: identity.id,
-            name: identity.name.as_deref().cloned(),
-            location: SpawnLocation::from(identity.location),
+            name: identity.name().map(str::to_owned),
+            location: SpawnLocation::from(identity.location()),
             state,
-            polls,
-            busy_ns: header.activity.busy_ns.load(crate::sync::atomic::Relaxed),
-            longest_poll_ns: header
-                .activity
-                .longest_ns
-                .load(crate::sync::atomic::Relaxed),
-            age_ns: now_ns.saturating_sub(identity.spawned_ns),
-            since_last_poll_ns: (polls > 0).then(|| now_ns.saturating_sub(last_poll)),
+            counters,
         }
     }
+}
 
+impl TaskCounters {
     /// [`busy_ns`](Self::busy_ns) as a `Duration`.
     ///
     /// # Examples
     ///
-    /// ```
-    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
-    /// let _task = rt.spawn(std::future::pending::<()>());
-    /// for info in rt.tasks() {
-    ///     assert_eq!(info.busy().as_nanos(), u128::from(info.busy_ns));
-    /// }
-    /// ```
+    /// See [`TaskCounters`].
     pub fn busy(&self) -> Duration {
         Duration::from_nanos(self.busy_ns)
     }
@@ -237,13 +264,7 @@ impl TaskInfo {
     ///
     /// # Examples
     ///
-    /// ```
-    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
-    /// let _task = rt.spawn(std::future::pending::<()>());
-    /// for info in rt.tasks() {
-    ///     assert!(info.longest_poll() <= info.busy());
-    /// }
-    /// ```
+    /// See [`TaskCounters`].
     pub fn longest_poll(&self) -> Duration {
         Duration::from_nanos(self.longest_poll_ns)
     }
@@ -253,11 +274,10 @@ impl TaskInfo {
     /// # Examples
     ///
     /// ```
-    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+    /// let rt = magpie::Runtime::builder().worker_threads(1).task_insight(true).build().unwrap();
     /// let _task = rt.spawn(std::future::pending::<()>());
-    /// for info in rt.tasks() {
-    ///     assert!(info.age() < std::time::Duration::from_secs(3600));
-    /// }
+    /// let counters = rt.tasks()[0].counters.unwrap();
+    /// assert!(counters.age() < std::time::Duration::from_secs(3600));
     /// ```
     pub fn age(&self) -> Duration {
         Duration::from_nanos(self.age_ns)
@@ -268,12 +288,11 @@ impl TaskInfo {
     /// # Examples
     ///
     /// ```
-    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+    /// let rt = magpie::Runtime::builder().worker_threads(1).task_insight(true).build().unwrap();
     /// let _task = rt.spawn(std::future::pending::<()>());
-    /// for info in rt.tasks() {
-    ///     if let Some(since) = info.since_last_poll() {
-    ///         assert!(since <= info.age());
-    ///     }
+    /// let counters = rt.tasks()[0].counters.unwrap();
+    /// if let Some(since) = counters.since_last_poll() {
+    ///     assert!(since <= counters.age());
     /// }
     /// ```
     pub fn since_last_poll(&self) -> Option<Duration> {

@@ -2,7 +2,7 @@
 //!
 //! The public part: [`JoinHandle`], [`JoinError`], [`yield_now`]; task identity ([`Id`],
 //! [`id`], [`try_id`]), named spawns ([`Builder`]) and what the runtime tells of its tasks
-//! ([`TaskInfo`], [`TaskState`], [`TaskMeta`], [`SpawnLocation`]). The rest is the machinery:
+//! ([`TaskInfo`], [`TaskState`], [`TaskCounters`], [`TaskMeta`], [`SpawnLocation`]). The rest is the machinery:
 //! the state word (`state`), the one allocation and its type-erased pointer (`raw`), the
 //! harness that polls, cancels and completes a task (`harness`), its waker (`waker`), the
 //! scheduler's handle `Notified` and the `Schedule` trait (`notified`), the runtime's list of
@@ -26,7 +26,7 @@ mod yield_now;
 pub use builder::Builder;
 pub use error::JoinError;
 pub use id::{id, try_id, Id};
-pub use info::{SpawnLocation, TaskInfo, TaskMeta, TaskState};
+pub use info::{SpawnLocation, TaskCounters, TaskInfo, TaskMeta, TaskState};
 pub use join::JoinHandle;
 pub use yield_now::{yield_now, YieldNow};
 

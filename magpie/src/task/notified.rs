@@ -121,13 +121,6 @@ impl<S: Schedule> Notified<S> {
     pub(crate) fn raw(&self) -> RawTask {
         self.raw
     }
-
-    /// The id of the task's owner, as given to [`new_task`].
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn owner_id(&self) -> usize {
-        // SAFETY: raw.rs invariant 2: the Notified holds a reference.
-        unsafe { self.raw.header() }.owner_id
-    }
 }
 
 impl<S: 'static> Drop for Notified<S> {
@@ -143,13 +136,11 @@ impl<S: 'static> fmt::Debug for Notified<S> {
     }
 }
 
-/// Allocates a task running `future`, to be scheduled on `scheduler`, owned by `owner_id`,
-/// known as `identity`. Returns its `Notified`, which the caller must submit (the task
+/// Allocates a task running `future`, to be scheduled on `scheduler`, known as `identity`. Returns its `Notified`, which the caller must submit (the task
 /// starts notified), and its `JoinHandle`.
 pub(crate) fn new_task<F, S>(
     future: F,
     scheduler: S,
-    owner_id: usize,
     identity: Identity,
 ) -> (Notified<S>, JoinHandle<F::Output>)
 where
@@ -157,7 +148,7 @@ where
     F::Output: Send + 'static,
     S: Schedule,
 {
-    let raw = RawTask::new(future, scheduler, owner_id, identity);
+    let raw = RawTask::new(future, scheduler, identity);
     // SAFETY: a new task holds two references and NOTIFIED (`INITIAL_STATE`): one reference
     // and NOTIFIED are the Notified's; its scheduler type is `S`.
     let notified = unsafe { Notified::from_raw(raw) };

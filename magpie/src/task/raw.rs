@@ -2,8 +2,8 @@
 //!
 //! A task is one heap block, a `#[repr(C)]` [`Cell<F, S>`]:
 //!
-//! * [`Header`]: the state word (`state.rs`), the vtable, the link for intrusive run queues
-//!   and the owner id. It comes first, so a pointer to the header is a pointer to the cell,
+//! * [`Header`]: the state word (`state.rs`), the vtable, the link for intrusive run queues,
+//!   the links of the live-task list and the task's [`Identity`]. It comes first, so a pointer to the header is a pointer to the cell,
 //!   and code that does not know `F` and `S` (wakers, run queues, the `JoinHandle`) can hold
 //!   a task as a `NonNull<Header>` and reach the rest through the vtable.
 //! * [`Core`]: the scheduler and the stage (the future, then its output or error, then
@@ -33,11 +33,12 @@
 //!    future never completed, or an output nobody read), the scheduler and the join waker.
 //! 5. The future is pinned: it lives in the cell from creation until it is dropped in place
 //!    ([`Core::drop_stage`]), and is never moved.
-//! 6. The header's [`Activity`] counters are written only by the poller (the holder of the
-//!    task's `Notified`, from before `transition_to_running` until its transition out of
-//!    `RUNNING`), so by one thread at a time; anyone holding a reference may read them,
-//!    Relaxed. [`Identity`] is immutable after [`RawTask::new`].
+//! 6. [`Identity`] is immutable after [`RawTask::new`], except for the [`Activity`]
+//!    counters of its insight, which only the poller writes (the holder of the task's
+//!    `Notified`, while it holds `RUNNING`), so one thread at a time; anyone holding a
+//!    reference may read them, Relaxed.
 
+use std::fmt;
 use std::future::Future;
 use std::panic::Location;
 use std::pin::Pin;
@@ -65,11 +66,14 @@ pub(crate) static LIVE_TASKS: crate::sync::StaticAtomicUsize =
 
 /// The part of a task every holder may read without knowing its future's type.
 ///
-/// The fields a poll touches come first (the state word, the vtable, the inject link, the
-/// poll counters), so that on 64-byte lines an untimed poll writes one line of the header;
-/// the identity and the links of the live list, written at spawn and read by the dump,
-/// follow. 120 bytes on 64-bit targets (56 before task identity: `header_size` in
-/// `tests_task.rs` pins it).
+/// 56 bytes on 64-bit targets, as before task identity (`header_size` in `tests_task.rs`
+/// pins it): the id and the origin took the places of the owner id (read only by a test)
+/// and of the live list's `linked` flag (implied by the links, `owned.rs`). It must not
+/// grow: a task's allocation is header, scheduler, stage and join waker, and for a small
+/// future (32 bytes, `magpie-bench`'s countdown task) that is 120 bytes, the largest glibc
+/// serves from its fast bins; 64 bytes more made `spawn_many_remote`, whose tasks are
+/// allocated on one thread and freed on another, twice as slow (ARCHITECTURE.md, "Task
+/// identity and the live-task dump").
 #[repr(C)]
 pub(crate) struct Header {
     /// The state word: flags and reference count.
@@ -80,42 +84,159 @@ pub(crate) struct Header {
     /// touches it. One link suffices: a queued task is queued through its `Notified`, and a
     /// task has at most one (state 1), so it is in at most one such queue, once.
     pub(crate) queue_next: UnsafeCell<*mut Header>,
-    /// What the polls of the task did, for `Runtime::tasks` (invariant 6).
-    pub(crate) activity: Activity,
     /// The task's links in its runtime's list of live tasks (invariant 3, `owned.rs`).
     pub(crate) owned: UnsafeCell<OwnedLink>,
-    /// The id of the runtime (or other owner) that spawned the task.
-    pub(crate) owner_id: usize,
-    /// Who the task is (immutable): id, spawn location, name, spawn time.
+    /// Who the task is (invariant 6).
     pub(crate) identity: Identity,
 }
 
-/// Who a task is: set at spawn, never changed, read by anyone holding a reference (the
-/// `JoinHandle`, the dump, the hooks) without knowing the future's type.
+/// Who a task is: its id and where it came from, set at spawn and never changed (invariant
+/// 6), read by anyone holding a reference (the `JoinHandle`, the dump, the hooks) without
+/// knowing the future's type.
 #[derive(Debug)]
 pub(crate) struct Identity {
     pub(crate) id: Id,
-    /// Where it was spawned (`#[track_caller]` on every spawn function): a pointer to a
-    /// `Location` the compiler placed in the binary, so recording it allocates nothing.
+    /// The spawn location, or the task's [`Insight`]: a tagged pointer, so that an unnamed
+    /// task on a runtime without task insight carries its location in 8 bytes and allocates
+    /// nothing for it (the `Location` is a static the compiler placed in the binary).
+    origin: OriginPtr,
+}
+
+/// A `&'static Location` (low bit 0) or a `Box<Insight>` (low bit 1, owned). Both are at
+/// least 4-byte aligned, so the low bit is free.
+struct OriginPtr(NonNull<()>);
+
+// SAFETY: the pointer is a `&'static Location` (Sync, immutable) or a `Box<Insight>` whose
+// fields are immutable or atomic; the box is dropped only by the header's owner (invariant
+// 4), so sharing and sending the pointer is as safe as sharing `&Insight`.
+unsafe impl Send for OriginPtr {}
+// SAFETY: as above.
+unsafe impl Sync for OriginPtr {}
+
+impl fmt::Debug for OriginPtr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("OriginPtr").field(&self.0).finish()
+    }
+}
+
+/// What a task keeps besides its id when it is named or its runtime keeps task insight
+/// (`Builder::task_insight`): its own allocation, made at spawn, freed with the task.
+#[derive(Debug)]
+pub(crate) struct Insight {
+    /// Where it was spawned.
     pub(crate) location: &'static Location<'static>,
-    /// The name given with `task::Builder::name`. A `Box<String>` rather than a `Box<str>` or
-    /// an `Arc<str>`: a thin pointer, 8 bytes in every header where the fat ones take 16, and
-    /// `None` (no allocation at all) for the unnamed tasks that are the common case. The
-    /// extra indirection is paid only when a name is read.
-    pub(crate) name: Option<Box<String>>,
-    /// When it was spawned, in nanoseconds on its runtime's clock (`Registry::uptime_ns`;
-    /// from a worker, the worker's last reading of it: see ARCHITECTURE.md "Task identity").
+    /// The name given with `task::Builder::name`.
+    pub(crate) name: Option<String>,
+    /// When it was spawned, in ns on its runtime's clock (`Registry::uptime_ns`; from a
+    /// worker, the worker's last reading of it).
     pub(crate) spawned_ns: u64,
+    /// What its polls did (invariant 6).
+    pub(crate) activity: Activity,
 }
 
 impl Identity {
-    /// A new task's identity, with a fresh [`Id`].
-    pub(crate) fn new(origin: Origin, spawned_ns: u64) -> Identity {
+    /// A new task's identity, with a fresh [`Id`]. It keeps an [`Insight`] if the task is
+    /// named or `insight` asks for one; `spawned_ns` is only kept there.
+    pub(crate) fn new(origin: Origin, spawned_ns: u64, insight: bool) -> Identity {
+        let origin = if insight || origin.name.is_some() {
+            let boxed = Box::new(Insight {
+                location: origin.location,
+                name: origin.name,
+                spawned_ns,
+                activity: Activity::default(),
+            });
+            let ptr = Box::into_raw(boxed).cast::<()>();
+            // The tag: a `Box<Insight>` is 8-byte aligned, so bit 0 is clear before this
+            // (`wrapping_byte_add` keeps the pointer's provenance).
+            let tagged = ptr.wrapping_byte_add(1);
+            // SAFETY: a box's address plus one is not null.
+            OriginPtr(unsafe { NonNull::new_unchecked(tagged) })
+        } else {
+            OriginPtr(NonNull::from(origin.location).cast())
+        };
         Identity {
             id: Id::next(),
-            location: origin.location,
-            name: origin.name,
-            spawned_ns,
+            origin,
+        }
+    }
+
+    /// The task's [`Insight`], if it keeps one.
+    #[inline]
+    pub(crate) fn insight(&self) -> Option<&Insight> {
+        // SAFETY: the box of `new`, live until this identity drops (it owns it), and never
+        // mutated but through atomics.
+        self.insight_ptr().map(|insight| unsafe { &*insight })
+    }
+
+    /// The `Box<Insight>` of `new`, untagged, if the origin is one.
+    #[inline]
+    fn insight_ptr(&self) -> Option<*mut Insight> {
+        let ptr = self.origin.0.as_ptr();
+        (ptr as usize & 1 == 1).then(|| ptr.wrapping_byte_sub(1).cast::<Insight>())
+    }
+
+    /// Where the task was spawned.
+    pub(crate) fn location(&self) -> &'static Location<'static> {
+        match self.insight() {
+            Some(insight) => insight.location,
+            // SAFETY: untagged, so the pointer is the `&'static Location` of `new`.
+            None => unsafe { self.origin.0.cast::<Location<'static>>().as_ref() },
+        }
+    }
+
+    /// The task's name, if it has one.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.insight()?.name.as_deref()
+    }
+}
+
+impl Drop for Identity {
+    fn drop(&mut self) {
+        if let Some(insight) = self.insight_ptr() {
+            // SAFETY: the box of `new` (`wrapping_byte_add` and `wrapping_byte_sub` kept the
+            // pointer of `Box::into_raw`, provenance included), which this identity owns;
+            // nothing else reaches it once the header is being dropped (invariant 4).
+            drop(unsafe { Box::from_raw(insight) });
+        }
+    }
+}
+
+/// The counters of a task's polls (invariant 6). Every field is written only by the thread
+/// that holds the task's `Notified` while it runs it, a single writer at a time (successive
+/// pollers are ordered by the state word's transitions), and read by the dump with Relaxed
+/// loads: statistics, which order nothing, so a plain load and store suffice (no RMW), and a
+/// dump may see one poll's fields half-updated.
+#[derive(Debug, Default)]
+pub(crate) struct Activity {
+    /// Polls so far, counting one that runs now.
+    pub(crate) polls: StatAtomicU64,
+    /// When the last poll started, on the runtime's clock (ns); 0 before the first.
+    pub(crate) last_poll_ns: StatAtomicU64,
+    /// Total time in `poll`, in ns (timed polls only: see `Poller::clock`).
+    pub(crate) busy_ns: StatAtomicU64,
+    /// The longest poll, in ns (timed polls only).
+    pub(crate) longest_ns: StatAtomicU64,
+}
+
+impl Activity {
+    /// A poll starts at `now_ns`.
+    #[inline]
+    pub(crate) fn begin_poll(&self, now_ns: u64) {
+        // Relaxed: invariant 6, a single writer.
+        self.polls.store(self.polls.load(Relaxed) + 1, Relaxed);
+        self.last_poll_ns.store(now_ns, Relaxed);
+    }
+
+    /// The poll that `begin_poll` started ended; it took `elapsed_ns`, if it was timed.
+    #[inline]
+    pub(crate) fn end_poll(&self, elapsed_ns: Option<u64>) {
+        if let Some(elapsed) = elapsed_ns {
+            // Relaxed: invariant 6, a single writer.
+            self.busy_ns
+                .store(self.busy_ns.load(Relaxed).saturating_add(elapsed), Relaxed);
+            if elapsed > self.longest_ns.load(Relaxed) {
+                self.longest_ns.store(elapsed, Relaxed);
+            }
         }
     }
 }
@@ -124,7 +245,7 @@ impl Identity {
 #[derive(Debug)]
 pub(crate) struct Origin {
     pub(crate) location: &'static Location<'static>,
-    pub(crate) name: Option<Box<String>>,
+    pub(crate) name: Option<String>,
 }
 
 impl Origin {
@@ -140,70 +261,9 @@ impl Origin {
     }
 }
 
-/// The counters the poller keeps in the header (invariant 6). Every field is written only by
-/// the thread that holds the task's `Notified` while it runs it, a single writer at a time
-/// (successive pollers are ordered by the state word's transitions), and read by the dump
-/// with Relaxed loads: statistics, which order nothing, so a plain load and store suffice
-/// (no RMW), and a dump may see one poll's fields half-updated.
-#[derive(Debug, Default)]
-pub(crate) struct Activity {
-    /// `polls << WORKER_BITS | (worker + 1)` while a worker polls the task, `polls << 20`
-    /// otherwise: the poll count and who is polling, in one word (one load and one store at
-    /// the start of a poll, one store at its end).
-    pub(crate) polls_worker: StatAtomicU64,
-    /// When the last poll started, on the runtime's clock (ns); 0 before the first.
-    pub(crate) last_poll_ns: StatAtomicU64,
-    /// Total time in `poll`, in ns (timed polls only: see `Poller::clock`).
-    pub(crate) busy_ns: StatAtomicU64,
-    /// The longest poll, in ns (timed polls only).
-    pub(crate) longest_ns: StatAtomicU64,
-}
-
-/// The low bits of `Activity::polls_worker`: the polling worker's index plus one, or 0.
-/// Worker indexes are below `MAX_WORKERS` (2^16), so 20 bits hold them with room to spare,
-/// and the 44 bits left count 1.7 * 10^13 polls.
-pub(crate) const WORKER_BITS: u32 = 20;
-const WORKER_MASK: u64 = (1 << WORKER_BITS) - 1;
-
-impl Activity {
-    /// A poll starts on `worker` (`None`: off the workers) at `now_ns`.
-    #[inline]
-    pub(crate) fn begin_poll(&self, worker: Option<usize>, now_ns: u64) {
-        // Relaxed: invariant 6, a single writer.
-        let polls = (self.polls_worker.load(Relaxed) >> WORKER_BITS) + 1;
-        let running = worker.map_or(0, |w| (w as u64 + 1) & WORKER_MASK);
-        self.polls_worker
-            .store(polls << WORKER_BITS | running, Relaxed);
-        self.last_poll_ns.store(now_ns, Relaxed);
-    }
-
-    /// The poll that `begin_poll` started ended; it took `elapsed_ns`, if it was timed.
-    #[inline]
-    pub(crate) fn end_poll(&self, elapsed_ns: Option<u64>) {
-        // Relaxed: invariant 6, a single writer.
-        let word = self.polls_worker.load(Relaxed);
-        self.polls_worker.store(word & !WORKER_MASK, Relaxed);
-        if let Some(elapsed) = elapsed_ns {
-            self.busy_ns
-                .store(self.busy_ns.load(Relaxed).saturating_add(elapsed), Relaxed);
-            if elapsed > self.longest_ns.load(Relaxed) {
-                self.longest_ns.store(elapsed, Relaxed);
-            }
-        }
-    }
-
-    /// Polls so far, and the worker polling the task now, if one is.
-    pub(crate) fn polls_and_worker(&self) -> (u64, Option<usize>) {
-        // Relaxed: a statistic (invariant 6).
-        let word = self.polls_worker.load(Relaxed);
-        let worker = (word & WORKER_MASK) as usize;
-        (word >> WORKER_BITS, worker.checked_sub(1))
-    }
-}
-
-// SAFETY: a header is shared by every holder of the task, on any thread: its state word and
-// activity counters are atomic, its vtable, owner id and identity are immutable (the name
-// is a `String`, `Send + Sync`), its `owned` links are touched only under
+// SAFETY: a header is shared by every holder of the task, on any thread: its state word is
+// atomic, its vtable and identity are immutable (an identity's insight is atomics and a
+// `String`, `Send + Sync`), its `owned` links are touched only under
 // the owner list's lock (invariant 3), and its `queue_next` link only by the inject queue
 // that holds its `Notified`, as that queue's invariants 1 and 2 allow. What the header
 // stands for (the future and output) is `Send` (`RawTask::new` requires it).
@@ -293,7 +353,7 @@ pub(crate) struct RawTask {
 impl RawTask {
     /// Allocates a task in the state `INITIAL_STATE` (two references, `NOTIFIED`,
     /// `JOIN_INTEREST`), holding `future`.
-    pub(crate) fn new<F, S>(future: F, scheduler: S, owner_id: usize, identity: Identity) -> RawTask
+    pub(crate) fn new<F, S>(future: F, scheduler: S, identity: Identity) -> RawTask
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -304,9 +364,7 @@ impl RawTask {
                 state: State::new(),
                 vtable: vtable::<F, S>(),
                 queue_next: UnsafeCell::new(ptr::null_mut()),
-                activity: Activity::default(),
                 owned: UnsafeCell::new(OwnedLink::default()),
-                owner_id,
                 identity,
             },
             core: Core {

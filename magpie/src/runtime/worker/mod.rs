@@ -360,7 +360,7 @@ pub(crate) fn run(seed: WorkerSeed) {
         victims_near,
         victims_far,
         timed_polls: seed.registry.poll_time_histogram
-            || seed.registry.task_poll_times
+            || seed.registry.task_insight
             || (trace.is_some() && cfg!(not(magpie_no_trace))),
         trace,
         index: seed.index,

@@ -228,7 +228,7 @@ impl WorkerThread {
             self.run_task_timed(task);
         } else {
             let poller = Poller {
-                worker: Some(self.index),
+                polling: Some(&self.counters.polling),
                 start_ns: state.clock_ns.get(),
                 clock: None,
                 end_ns: Cell::new(0),
@@ -261,7 +261,7 @@ impl WorkerThread {
         let registry = &*self.registry;
         let clock = || registry.uptime_ns();
         let poller = Poller {
-            worker: Some(self.index),
+            polling: Some(&self.counters.polling),
             start_ns: start,
             clock: Some(&clock),
             end_ns: Cell::new(start),
