@@ -19,7 +19,7 @@ use crate::sync::{AtomicBool, AtomicUsize, StatAtomicU64 as AtomicU64};
 use crate::task::notified::{new_task, Notified, Schedule};
 use crate::task::owned::OwnedTasks;
 use crate::task::raw::{Header, Identity, Origin, RawTask};
-use crate::task::JoinHandle;
+use crate::task::{Id, JoinHandle};
 use crate::time::driver::{Driver, Rearm};
 use crate::util::unwind;
 use crate::util::CachePadded;
@@ -93,6 +93,9 @@ pub(crate) struct Registry {
     /// The task hooks and the unhandled-panic response (shared with the blocking tasks'
     /// scheduler, which calls the hooks too).
     pub(crate) hooks: Arc<TaskHooks>,
+    /// Whether `hooks` has a spawn or terminate hook: read on every spawn and completion, so
+    /// kept here, beside the other flags, rather than behind the `Arc`.
+    task_hooks_set: bool,
     /// The longest a worker parks without a wakeup: `None` (no limit) unless
     /// `Builder::park_safety_net` set one, and always `None` under loom, where a timed park
     /// does not block (see `sync::time`).
@@ -186,6 +189,7 @@ impl Registry {
             }),
             poll_time_histogram: options.poll_time_histogram,
             task_insight: options.task_insight,
+            task_hooks_set: options.hooks.has_hooks(),
             hooks: options.hooks,
             park_safety_net: options.park_safety_net,
             remote_schedules: AtomicU64::new(0),
@@ -351,7 +355,7 @@ impl Registry {
         // Blocking tasks are not in the dump: no counters, unless named (for the hooks).
         let identity = Identity::new(origin, 0, false);
         // The hooks only when there are some: an `Arc` clone per spawn otherwise for nothing.
-        let hooks = self.hooks.has_hooks().then(|| self.hooks.clone());
+        let hooks = self.task_hooks_set.then(|| self.hooks.clone());
         self.blocking.spawn(
             move || {
                 let _enter = registry.upgrade().map(|r| super::context::enter(&r));
@@ -478,9 +482,13 @@ impl Registry {
             Some(worker) => worker.clock_ns(),
             None => self.uptime_ns(),
         };
-        let identity = Identity::new(origin, spawned_ns, insight);
+        let id = match spawner {
+            Some(worker) => worker.next_task_id(),
+            None => Id::next(),
+        };
+        let identity = Identity::with_id(id, origin, spawned_ns, insight);
         let (task, handle) = new_task(future, self.clone(), identity);
-        if self.hooks.on_spawn.is_some() {
+        if self.task_hooks_set {
             // SAFETY: the Notified holds a reference to the task.
             self.hooks.spawned(unsafe { task.raw().header() });
         }
@@ -718,7 +726,7 @@ impl Schedule for Arc<Registry> {
         });
         // Before the task leaves the live list, so that `wait_idle` returns only after the
         // hook of every task it waited for.
-        if self.hooks.on_terminate.is_some() {
+        if self.task_hooks_set {
             // SAFETY: the completer holds a reference to `task`.
             self.hooks.terminated(unsafe { task.header() });
         }

@@ -145,7 +145,11 @@ where
         // The task is the thread's current one (`task::id`) for the poll, the drop of the
         // future and the completion (the terminate hook sees it too).
         let header = self.header();
-        let _current = id::enter(header.identity.id);
+        // Off the workers, `task::id` reads a thread-local; on them, the polling word.
+        let _current = poller
+            .polling
+            .is_none()
+            .then(|| id::enter(header.identity.id));
         let insight = header.identity.insight();
         if let Some(insight) = insight {
             insight.activity.begin_poll(poller.start_ns);

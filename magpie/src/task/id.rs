@@ -12,9 +12,11 @@
 //!
 //! # The current task
 //!
-//! The harness sets a thread-local to the id of the task it polls, for the length of the poll
-//! (and the drop of its future and the completion that follow), restoring the previous value
-//! afterwards; [`id`] reads it. One thread-local store before and one after each poll.
+//! On a worker, [`id`] follows the worker's "polling now" word (`WorkerCounters::polling`,
+//! which the harness sets to the task's header for the length of the poll, the drop of its
+//! future and the completion that follow, for `Runtime::tasks`) to the task's header: the
+//! poll path pays nothing more for `id`. Off the workers (the blocking pool, the unit tests'
+//! schedulers) the harness sets a thread-local instead, restoring the previous value after.
 
 use std::cell::Cell;
 use std::fmt;
@@ -61,21 +63,26 @@ impl Id {
         self.0.get()
     }
 
+    /// The next id of the block in `next` (a worker's: `(next, end)`), taking a new block
+    /// when it runs out.
+    #[inline]
+    pub(crate) fn next_from(next: &Cell<(u64, u64)>) -> Id {
+        let (id, end) = next.get();
+        if id < end {
+            next.set((id + 1, end));
+            Id::from_raw(id)
+        } else {
+            Id::next_block_cold(next)
+        }
+    }
+
     /// The next id of this thread's block, taking a new block when it runs out.
     #[inline]
     pub(crate) fn next() -> Id {
         // `try_with`: a task spawned from a thread-local destructor after this one is gone
         // still gets an id, straight from the counter.
-        NEXT.try_with(|next| {
-            let (id, end) = next.get();
-            if id < end {
-                next.set((id + 1, end));
-                Id::from_raw(id)
-            } else {
-                Id::next_block_cold(next)
-            }
-        })
-        .unwrap_or_else(|_| Id::from_raw(COUNTER.fetch_add(1, Relaxed)))
+        NEXT.try_with(Id::next_from)
+            .unwrap_or_else(|_| Id::from_raw(COUNTER.fetch_add(1, Relaxed)))
     }
 
     #[cold]
@@ -153,6 +160,12 @@ pub fn id() -> Id {
 /// assert!(id.is_some());
 /// ```
 pub fn try_id() -> Option<Id> {
+    // SAFETY: a non-null current worker is live for the duration of this call.
+    if let Some(worker) = unsafe { crate::runtime::worker::WorkerThread::current().as_ref() } {
+        if let Some(header) = worker.polling_task() {
+            return Some(header.identity.id);
+        }
+    }
     CURRENT.try_with(Cell::get).ok().flatten()
 }
 

@@ -138,6 +138,11 @@ impl Identity {
     /// A new task's identity, with a fresh [`Id`]. It keeps an [`Insight`] if the task is
     /// named or `insight` asks for one; `spawned_ns` is only kept there.
     pub(crate) fn new(origin: Origin, spawned_ns: u64, insight: bool) -> Identity {
+        Identity::with_id(Id::next(), origin, spawned_ns, insight)
+    }
+
+    /// [`Identity::new`] with the id given (a worker's, from its own block).
+    pub(crate) fn with_id(id: Id, origin: Origin, spawned_ns: u64, insight: bool) -> Identity {
         let origin = if insight || origin.name.is_some() {
             let boxed = Box::new(Insight {
                 location: origin.location,
@@ -154,10 +159,7 @@ impl Identity {
         } else {
             OriginPtr(NonNull::from(origin.location).cast())
         };
-        Identity {
-            id: Id::next(),
-            origin,
-        }
+        Identity { id, origin }
     }
 
     /// The task's [`Insight`], if it keeps one.

@@ -10,6 +10,7 @@ use crate::queue::local::{self, Overflow};
 use crate::runtime::registry::{Registry, Task};
 use crate::stats::trace::Kind;
 use crate::stats::{add, bump, histogram_bucket, set, WorkerCounters};
+use crate::sync::atomic::Relaxed;
 use crate::sync::StatAtomicU64;
 use crate::task::coop;
 use crate::task::harness::Poller;
@@ -62,6 +63,8 @@ pub(super) struct TaskState {
     /// it spawns and the start of the untimed polls it runs (ARCHITECTURE.md, "Task identity
     /// and the live-task dump"), so that neither reads the clock.
     pub(super) clock_ns: Cell<u64>,
+    /// This worker's block of task ids (`task/id.rs`): the next and the end.
+    pub(super) ids: Cell<(u64, u64)>,
 }
 
 /// Adds one to a worker-local count (see `TaskState::polled`).
@@ -239,6 +242,23 @@ impl WorkerThread {
             let _completed = coop::with_budget(|| task.run_on(&poller));
         }
         state.in_task.set(false);
+    }
+
+    /// The task this worker is polling, if it is polling one (its `polling` word).
+    #[inline]
+    pub(crate) fn polling_task(&self) -> Option<&Header> {
+        // Relaxed: the worker's own word, written by this thread (the caller is on it).
+        let address = self.counters.polling.load(Relaxed) as usize as *const Header;
+        // SAFETY: a nonzero word is the header of the task this thread is polling now (the
+        // harness sets it at the poll's start and clears it before the poll's reference
+        // can go), and the caller runs inside that poll, on this thread.
+        unsafe { address.as_ref() }
+    }
+
+    /// A new task id, from this worker's block (`task/id.rs`).
+    #[inline]
+    pub(crate) fn next_task_id(&self) -> crate::task::Id {
+        crate::task::Id::next_from(&self.tasks.ids)
     }
 
     /// The worker's last clock reading (see `TaskState::clock_ns`).
