@@ -58,12 +58,14 @@ pub(crate) struct Poller<'a> {
 impl Poller<'_> {
     /// A poll off the workers, untimed, at time 0 (the blocking pool's tasks are not in any
     /// live-task list, so nobody reads the times).
-    pub(crate) const OFF_POOL: Poller<'static> = Poller {
-        polling: None,
-        start_ns: 0,
-        clock: None,
-        end_ns: std::cell::Cell::new(0),
-    };
+    pub(crate) fn off_pool() -> Poller<'static> {
+        Poller {
+            polling: None,
+            start_ns: 0,
+            clock: None,
+            end_ns: std::cell::Cell::new(0),
+        }
+    }
 }
 
 /// A typed pointer to a task whose holder has one of its references.

@@ -81,7 +81,7 @@ impl<S: Schedule> Notified<S> {
     /// Runs the task once: polls its future, or drops it if the task was aborted. Returns
     /// whether the task completed.
     pub(crate) fn run(self) -> bool {
-        self.run_on(&Poller::OFF_POOL)
+        self.run_on(&Poller::off_pool())
     }
 
     /// [`Notified::run`] by `poller` (a worker, with its clock).
