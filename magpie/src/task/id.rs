@@ -120,7 +120,11 @@ static COUNTER: StaticAtomicU64 = StaticAtomicU64::new(1);
 thread_local! {
     /// This thread's block of ids: the next one and the end (exclusive). Empty at first.
     static NEXT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
-    /// The task being polled on this thread.
+}
+
+// A second block: loom's `thread_local!` takes one static per invocation.
+thread_local! {
+    /// The task being polled on this thread, off the workers (module docs).
     static CURRENT: Cell<Option<Id>> = const { Cell::new(None) };
 }
 
