@@ -144,11 +144,10 @@ where
     /// Polls the future once; this thread holds `RUNNING` and the `Notified`'s reference.
     /// Returns whether the task completed.
     fn poll_future(self, poller: &Poller<'_>) -> bool {
-        // The task is the thread's current one (`task::id`) for the poll, the drop of the
-        // future and the completion (the terminate hook sees it too).
+        // The task is the thread's current one (`task::id`) for the length of `poll`: off
+        // the workers through a thread-local, on them through the polling word below.
         let header = self.header();
-        // Off the workers, `task::id` reads a thread-local; on them, the polling word.
-        let _current = poller
+        let current = poller
             .polling
             .is_none()
             .then(|| id::enter(header.identity.id));
@@ -173,6 +172,7 @@ where
                 unsafe { self.core().poll(&mut cx) }
             })
         };
+        drop(current);
         // Before any transition out of RUNNING: after it, another poller may be writing.
         let elapsed = poller.clock.map(|clock| {
             let end = clock();

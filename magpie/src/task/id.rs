@@ -13,10 +13,12 @@
 //! # The current task
 //!
 //! On a worker, [`id`] follows the worker's "polling now" word (`WorkerCounters::polling`,
-//! which the harness sets to the task's header for the length of the poll, the drop of its
-//! future and the completion that follow, for `Runtime::tasks`) to the task's header: the
-//! poll path pays nothing more for `id`. Off the workers (the blocking pool, the unit tests'
-//! schedulers) the harness sets a thread-local instead, restoring the previous value after.
+//! which the harness sets to the task's header for the length of the `poll` call, for
+//! `Runtime::tasks`) to the task's header: the poll path pays nothing more for `id`. Off the
+//! workers (the blocking pool, the unit tests' schedulers) the harness sets a thread-local
+//! for the same span instead, restoring the previous value after. Either way the span is
+//! `poll` itself: the future's destructor and the terminate hook run outside it (a hook has
+//! [`TaskMeta::id`](super::TaskMeta::id)).
 
 use std::cell::Cell;
 use std::fmt;
@@ -130,8 +132,9 @@ thread_local! {
 
 /// The id of the task running on this thread.
 ///
-/// Inside a task (a spawned future, a submitted closure, a `spawn_blocking` closure) it is
-/// that task's id, the same as its [`JoinHandle::id`](crate::JoinHandle::id). Fork-join work
+/// Inside a task's `poll` (a spawned future's, a submitted or `spawn_blocking` closure's
+/// body) it is that task's id, the same as its [`JoinHandle::id`](crate::JoinHandle::id).
+/// The future's destructor runs outside it. Fork-join work
 /// started from the task (`join`, `scope`, parallel iterators) runs on other workers too;
 /// there the id is the task's only where that part runs on the task's own thread.
 ///
