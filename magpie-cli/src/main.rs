@@ -6,6 +6,8 @@
 //!   workload patterns.
 //! - `magpie scale`: the scaling table, 1, 2, 4, … workers on the same tasks.
 //! - `magpie trace`: a traced run drawn as a per-worker timeline (SVG).
+//! - `magpie tasks`: the live-task dump of a small workload (id, name, state, spawn
+//!   location, polls, poll times, age).
 //!
 //! Every subcommand takes `--workers`, `--tasks`, `--seed` and `--json`. Bad arguments exit
 //! with status 2 and a message, from clap or as `magpie: <message>`; so does a `trace
@@ -22,6 +24,7 @@ mod demo;
 mod report;
 mod scale;
 mod svg;
+mod tasks;
 mod timeline;
 mod trace;
 mod workload;
@@ -46,6 +49,8 @@ enum Command {
     Scale(scale::ScaleArgs),
     /// Record a traced run and draw each worker's timeline as an SVG.
     Trace(trace::TraceArgs),
+    /// List the live tasks of a small workload: what each is doing, and where it came from.
+    Tasks(tasks::TasksArgs),
 }
 
 /// Options every subcommand takes (`--tasks` is each subcommand's own: its default differs).
@@ -114,6 +119,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::run(&args, out),
         Command::Scale(args) => scale::run(&args, out),
         Command::Trace(args) => trace::run(&args, out),
+        Command::Tasks(args) => tasks::run(&args, out),
     };
     match result {
         Ok(()) | Err(Failure::ClosedPipe) => ExitCode::SUCCESS,

@@ -287,3 +287,50 @@ fn every_subcommand_has_help() {
             .stdout(predicate::str::contains("Usage"));
     }
 }
+
+#[test]
+fn tasks_lists_every_state_with_names_and_locations() {
+    let report = json(&["tasks", "--workers", "2"]);
+    assert_eq!(report["workers"], 2);
+    let tasks = report["tasks"].as_array().expect("a list of tasks");
+    let named = |name: &str| {
+        tasks
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no task named {name}: {tasks:?}"))
+    };
+    for name in ["timer-0", "timer-1", "timer-2", "ticker"] {
+        assert_eq!(named(name)["state"], "Idle", "{name}");
+    }
+    assert_eq!(
+        named("ticker")["counters"]["polls"],
+        11,
+        "ten yields, then the wait"
+    );
+    for name in ["busy-0", "busy-1"] {
+        let worker = named(name)["state"]["Running"]["worker"].as_u64();
+        assert!(matches!(worker, Some(0 | 1)), "{name}: {:?}", named(name));
+    }
+    for name in ["queued-0", "queued-1"] {
+        assert_eq!(named(name)["state"], "Scheduled", "{name}");
+        assert_eq!(named(name)["counters"]["polls"], 0);
+    }
+    let ids: std::collections::HashSet<u64> =
+        tasks.iter().map(|t| t["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids.len(), tasks.len(), "ids are unique");
+    assert!(tasks
+        .iter()
+        .all(|t| t["location"]["file"] == "magpie-cli/src/tasks.rs"));
+}
+
+#[test]
+fn tasks_prints_a_table() {
+    magpie()
+        .args(["tasks", "--workers", "1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("live tasks on 1 workers"))
+        .stdout(predicate::str::contains("timer-2"))
+        .stdout(predicate::str::contains("running (0)"))
+        .stdout(predicate::str::contains("scheduled"));
+}

@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 use crate::sync::thread::thread_local;
 use crate::sync::{lock, thread, wait_until, Condvar, Mutex};
 use crate::task::notified::{new_task, Notified, Schedule};
+use crate::task::raw::{Identity, RawTask};
+
+use super::task_hooks::TaskHooks;
 use crate::task::JoinHandle;
 use std::sync::Arc;
 
@@ -37,14 +40,25 @@ type BlockingTask = Notified<BlockingSchedule>;
 
 /// The blocking pool's scheduler: a woken blocking task goes back to the pool's queue.
 /// (In practice a blocking task is queued once, at spawn: it completes in its first poll.)
-#[derive(Clone)]
 pub(crate) struct BlockingSchedule {
     pool: Arc<Inner>,
+    /// The runtime's task hooks, if it has any: a blocking task's spawn and end are told to
+    /// them as a worker task's are. (Its unhandled panic is not: the default
+    /// `Schedule::unhandled_panic` drops it, as tokio's blocking pool does.)
+    hooks: Option<Arc<TaskHooks>>,
 }
 
 impl Schedule for BlockingSchedule {
     fn schedule(&self, task: BlockingTask) {
         self.pool.push(task);
+    }
+
+    fn release(&self, task: RawTask) -> bool {
+        if let Some(hooks) = &self.hooks {
+            // SAFETY: the completer holds a reference to `task`.
+            hooks.terminated(unsafe { task.header() });
+        }
+        false
     }
 }
 
@@ -97,16 +111,27 @@ impl BlockingPool {
         }
     }
 
-    /// Runs `f` on a blocking thread.
-    pub(crate) fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
+    /// Runs `f` on a blocking thread, as the task `identity`.
+    pub(crate) fn spawn<F, T>(
+        &self,
+        f: F,
+        identity: Identity,
+        hooks: Option<Arc<TaskHooks>>,
+    ) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
         let scheduler = BlockingSchedule {
             pool: self.inner.clone(),
+            hooks: hooks.clone(),
         };
-        let (task, handle) = new_task(crate::task::closure::Closure::new(f), scheduler, 0);
+        let closure = crate::task::closure::Closure::new(f);
+        let (task, handle) = new_task(closure, scheduler, identity);
+        if let Some(hooks) = hooks {
+            // SAFETY: the Notified holds a reference to the task.
+            hooks.spawned(unsafe { task.raw().header() });
+        }
         self.inner.push(task);
         handle
     }

@@ -4,8 +4,10 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
+use super::task_hooks::{TaskHook, UnhandledPanic};
 use super::Runtime;
 use crate::sync::barrier::BarrierMode;
+use crate::task::TaskMeta;
 
 /// The most workers one runtime may have (the sleep protocol counts them in 32-bit fields;
 /// this is far beyond any machine's useful thread count).
@@ -66,6 +68,10 @@ pub struct Builder {
     pub(super) poll_time_histogram: bool,
     pub(super) park_safety_net: Option<Duration>,
     pub(super) barrier: Option<BarrierMode>,
+    pub(super) task_insight: bool,
+    pub(super) on_task_spawn: Option<TaskHook>,
+    pub(super) on_task_terminate: Option<TaskHook>,
+    pub(super) unhandled_panic: UnhandledPanic,
 }
 
 impl Builder {
@@ -275,6 +281,136 @@ impl Builder {
     /// ```
     pub fn poll_time_histogram(mut self, enabled: bool) -> Builder {
         self.poll_time_histogram = enabled;
+        self
+    }
+
+    /// Keeps counters for every task, for [`Runtime::tasks`]: each
+    /// [`TaskInfo`](crate::task::TaskInfo) then has [`TaskCounters`](crate::task::TaskCounters)
+    /// (polls, total and longest poll time, age, time since the last poll). Off by default,
+    /// because it costs: a second allocation per spawn for the counters (a task's own
+    /// allocation does not grow, see ARCHITECTURE.md, "Task identity and the live-task
+    /// dump"), and two clock reads per poll, which on a `yield_many`-like load (a poll of
+    /// about 25 ns) cost more than the poll. Named tasks keep counters on any runtime, but
+    /// their polls are timed only where polls are timed anyway (here, or with the poll-time
+    /// histogram or the trace).
+    ///
+    /// Without it, [`Runtime::tasks`] still lists every task with its id, spawn location,
+    /// name and state.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).task_insight(true).build().unwrap();
+    /// let (started, wait) = std::sync::mpsc::channel();
+    /// let task = rt.spawn(async move {
+    ///     started.send(()).unwrap();
+    ///     std::future::pending::<()>().await
+    /// });
+    /// wait.recv().unwrap();
+    /// rt.install(|| ()); // the one worker is past the poll's end
+    /// let info = rt.tasks().into_iter().find(|t| t.id == task.id()).unwrap();
+    /// let counters = info.counters.unwrap();
+    /// assert_eq!(counters.polls, 1);
+    /// assert_eq!(counters.busy_ns, counters.longest_poll_ns); // one poll: longest = total
+    /// ```
+    pub fn task_insight(mut self, enabled: bool) -> Builder {
+        self.task_insight = enabled;
+        self
+    }
+
+    /// Calls `hook` for every task spawned on the runtime (by `spawn`, `submit`,
+    /// `spawn_blocking` and their relatives), on the spawning thread, before the task is
+    /// queued.
+    ///
+    /// A panic in the hook is caught and dropped: the spawn goes on. The hook runs inside
+    /// whatever called the spawn, so it should be quick and must not block.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let spawned = Arc::new(AtomicUsize::new(0));
+    /// let count = spawned.clone();
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(1)
+    ///     .on_task_spawn(move |_meta| {
+    ///         count.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// rt.submit(|| ()).join().unwrap();
+    /// assert_eq!(spawned.load(Ordering::Relaxed), 1);
+    /// ```
+    pub fn on_task_spawn<F>(mut self, hook: F) -> Builder
+    where
+        F: Fn(&TaskMeta<'_>) + Send + Sync + 'static,
+    {
+        self.on_task_spawn = Some(TaskHook::new(hook));
+        self
+    }
+
+    /// Calls `hook` once for every task of the runtime that terminates: completes, panics,
+    /// or is cancelled (by `abort` or by the runtime's shutdown). It runs on the thread that
+    /// finishes the task (a worker, a blocking thread, or the thread dropping the runtime),
+    /// before the task
+    /// leaves the runtime's live-task list, so after [`Runtime::wait_idle`] every finished
+    /// task's hook has run.
+    ///
+    /// A panic in the hook is caught and dropped: the task still completes, its handle
+    /// still resolves.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let ended = Arc::new(Mutex::new(Vec::new()));
+    /// let log = ended.clone();
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(1)
+    ///     .on_task_terminate(move |meta| log.lock().unwrap().push(meta.id()))
+    ///     .build()
+    ///     .unwrap();
+    /// let handle = rt.submit(|| ());
+    /// let id = handle.id();
+    /// drop(handle);
+    /// rt.wait_idle();
+    /// assert_eq!(*ended.lock().unwrap(), [id]);
+    /// ```
+    pub fn on_task_terminate<F>(mut self, hook: F) -> Builder
+    where
+        F: Fn(&TaskMeta<'_>) + Send + Sync + 'static,
+    {
+        self.on_task_terminate = Some(TaskHook::new(hook));
+        self
+    }
+
+    /// What the runtime does when a task panics and nobody holds its `JoinHandle` (see
+    /// [`UnhandledPanic`]; the default is [`UnhandledPanic::Ignore`]). A panic is unhandled
+    /// when the task finishes with it while its handle is gone: dropped before the task
+    /// finished, or during the poll that panicked. (Tokio's unstable option of the same
+    /// name also counts panics whose handle is still held; magpie delivers those to the
+    /// handle.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use magpie::UnhandledPanic;
+    ///
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(1)
+    ///     .unhandled_panic(UnhandledPanic::ShutdownRuntime)
+    ///     .build()
+    ///     .unwrap();
+    /// // A handle that is held gets the panic; the runtime runs on.
+    /// let err = rt.spawn(async { panic!("seen") }).join().unwrap_err();
+    /// assert!(err.is_panic());
+    /// assert_eq!(rt.block_on(async { 1 }), 1);
+    /// ```
+    pub fn unhandled_panic(mut self, response: UnhandledPanic) -> Builder {
+        self.unhandled_panic = response;
         self
     }
 

@@ -10,6 +10,7 @@ pub(crate) mod global;
 pub(crate) mod handle;
 mod idle_wait;
 pub(crate) mod registry;
+pub(crate) mod task_hooks;
 mod topology;
 pub(crate) mod worker;
 
@@ -20,6 +21,7 @@ use std::time::{Duration, Instant};
 pub use builder::{BuildError, Builder, MAX_WORKERS, MIN_STACK_SIZE};
 pub use control::ActiveWorkersError;
 pub use global::try_default_runtime;
+pub use task_hooks::UnhandledPanic;
 
 use crate::queue::{chase_lev, local};
 use crate::sync::atomic::*;
@@ -27,7 +29,8 @@ use crate::sync::barrier::Barrier;
 use crate::sync::thread::{self, JoinHandle as ThreadHandle};
 use crate::sync::{lock, wait_until, Condvar, Mutex, StaticAtomicUsize};
 use crate::task::closure::Closure;
-use crate::task::JoinHandle;
+use crate::task::raw::Origin;
+use crate::task::{JoinHandle, TaskInfo};
 use blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
 use registry::Registry;
 use std::sync::Arc;
@@ -181,6 +184,12 @@ impl Runtime {
                 .resolved_trace()
                 .then(|| trace_capacity.unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)),
             poll_time_histogram: builder.poll_time_histogram,
+            task_insight: builder.task_insight,
+            hooks: Arc::new(task_hooks::TaskHooks::new(
+                builder.on_task_spawn.clone(),
+                builder.on_task_terminate.clone(),
+                builder.unhandled_panic,
+            )),
             barrier,
             // None unless asked for (a debugging aid, `Builder::park_safety_net`), and never
             // under loom, where a timed park does not block (see `sync::time`).
@@ -304,12 +313,72 @@ impl Runtime {
     /// });
     /// assert_eq!(rt.block_on(handle).unwrap(), 42);
     /// ```
+    #[track_caller]
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.registry.spawn(future)
+        self.registry.spawn(future, Origin::caller())
+    }
+
+    /// This runtime's registry, for the spawn functions outside this module.
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Every live task of this runtime (spawned and not yet finished or cancelled), by id,
+    /// with what it is doing and what its polls have cost: see [`TaskInfo`].
+    ///
+    /// Walks the runtime's list of live tasks, one shard under its lock at a time, so spawns
+    /// and completions wait for the walk a moment; a dump is a diagnostic, not something to
+    /// call in a loop. Tasks spawned or finished during the walk may or may not be in it.
+    /// `spawn_blocking` closures are not listed (they run on the blocking pool, not on the
+    /// workers). The counters cost nothing when nobody calls this (ARCHITECTURE.md, "Task
+    /// identity and the live-task dump").
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use magpie::task::{Builder, TaskState};
+    ///
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel::<()>();
+    /// let waiting = Builder::new().name("waiting").spawn_on(std::future::pending::<()>(), &rt);
+    /// let running = Builder::new().name("running").submit_on(move || rx.recv().unwrap(), &rt);
+    /// let tasks = rt.tasks();
+    /// assert!(tasks.iter().any(|t| t.id == waiting.id() && t.name.as_deref() == Some("waiting")));
+    /// assert!(tasks.iter().any(|t| t.id == running.id()));
+    /// for task in &tasks {
+    ///     if let TaskState::Running { worker } = task.state {
+    ///         assert!(worker < 2);
+    ///     }
+    /// }
+    /// tx.send(()).unwrap();
+    /// let id = running.id();
+    /// running.join().unwrap();
+    /// assert!(rt.tasks().iter().all(|t| t.id != id)); // finished: gone
+    /// ```
+    pub fn tasks(&self) -> Vec<TaskInfo> {
+        let registry = &*self.registry;
+        let now = registry.uptime_ns();
+        let mut tasks = Vec::with_capacity(registry.owned.len());
+        let mut polling = Vec::new();
+        registry.owned.for_each_shard(|headers| {
+            // Which task each worker polls, read under the shard's lock: a task linked in
+            // the shard now cannot be unlinked (nor its address reused) until the walk
+            // ends, and its worker clears its word before it unlinks the task
+            // (`Harness::poll_future`), so an address found here is this task's poll.
+            polling.clear();
+            polling.extend(registry.counters.iter().enumerate().filter_map(|(i, c)| {
+                // Relaxed: see above; the lock orders it.
+                let address = c.polling.load(Relaxed);
+                (address != 0).then_some((address, i))
+            }));
+            tasks.extend(headers.iter().map(|h| TaskInfo::read(h, now, &polling)));
+        });
+        tasks.sort_unstable_by_key(|task| task.id);
+        tasks
     }
 
     /// Runs `future` to completion on the calling thread and returns its output. Tasks it
@@ -322,6 +391,13 @@ impl Runtime {
     /// deadlock the runtime (await the future instead, call `block_on` from
     /// [`spawn_blocking`](Runtime::spawn_blocking), or inside `block_in_place`, which first
     /// hands the worker's queued tasks to the others). A panic of `future` itself propagates.
+    ///
+    /// On a runtime built with
+    /// [`UnhandledPanic::ShutdownRuntime`](crate::UnhandledPanic::ShutdownRuntime), once a
+    /// task's unhandled panic has shut the runtime down, `block_on` stops polling `future`
+    /// (dropping it) and resumes that panic's payload on the calling thread
+    /// ([`std::panic::resume_unwind`]), as tokio does; only one `block_on` gets the payload,
+    /// later ones panic with a message.
     ///
     /// # Examples
     ///
@@ -336,8 +412,7 @@ impl Runtime {
     /// ```
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         block_on::assert_not_on_worker("Runtime::block_on");
-        let _enter = context::enter(&self.registry);
-        block_on::block_on_thread(future, "Runtime::block_on")
+        block_on_registry(&self.registry, future, "Runtime::block_on")
     }
 
     /// Runs the closure `f` as a task on this runtime (the task pool's *submit*) and returns
@@ -350,12 +425,13 @@ impl Runtime {
     /// let handle = rt.submit(|| (1..=100u64).sum::<u64>());
     /// assert_eq!(handle.join().unwrap(), 5050);
     /// ```
+    #[track_caller]
     pub fn submit<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.registry.spawn(Closure::new(f))
+        self.registry.spawn(Closure::new(f), Origin::caller())
     }
 
     /// Runs the closure `f` as a task queued on the less loaded of two workers picked at
@@ -372,12 +448,14 @@ impl Runtime {
     /// let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
     /// assert_eq!(total, (0..100u64).map(|i| i * i).sum());
     /// ```
+    #[track_caller]
     pub fn submit_balanced<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.registry.spawn_balanced(Closure::new(f))
+        self.registry
+            .spawn_balanced(Closure::new(f), Origin::caller())
     }
 
     /// Blocks the calling thread until the runtime has no live task: every spawned future
@@ -444,6 +522,7 @@ impl Runtime {
     /// let err = rt.submit_to(2, || 7).unwrap_err();
     /// assert_eq!(err.to_string(), "no worker 2: the runtime has 2 workers");
     /// ```
+    #[track_caller]
     pub fn submit_to<F, T>(&self, worker: usize, f: F) -> Result<JoinHandle<T>, SubmitError>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -453,7 +532,9 @@ impl Runtime {
         if worker >= workers {
             return Err(SubmitError::NoSuchWorker { worker, workers });
         }
-        Ok(self.registry.spawn_to(worker, Closure::new(f)))
+        Ok(self
+            .registry
+            .spawn_to(worker, Closure::new(f), Origin::caller()))
     }
 
     /// Runs the closure `f` on the blocking pool: separate threads (at most
@@ -474,12 +555,13 @@ impl Runtime {
     /// });
     /// assert!(rt.block_on(handle).unwrap());
     /// ```
+    #[track_caller]
     pub fn spawn_blocking<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.registry.spawn_blocking(f)
+        self.registry.spawn_blocking(f, Origin::caller())
     }
 
     /// Shuts the runtime down as dropping it does, but waits at most `timeout` for the
@@ -618,12 +700,13 @@ impl std::error::Error for SubmitError {}
 /// });
 /// assert_eq!(total, 285);
 /// ```
+#[track_caller]
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    context::current_registry().spawn(future)
+    context::current_registry().spawn(future, Origin::caller())
 }
 
 /// Runs `future` to completion on the calling thread, on the current runtime (the one whose
@@ -643,8 +726,22 @@ where
 pub fn block_on<F: Future>(future: F) -> F::Output {
     block_on::assert_not_on_worker("magpie::block_on");
     let registry = context::current_registry();
-    let _enter = context::enter(&registry);
-    block_on::block_on_thread(future, "magpie::block_on")
+    block_on_registry(&registry, future, "magpie::block_on")
+}
+
+/// `block_on` with `registry` entered; on a runtime that shuts down on unhandled panics,
+/// watching for one (`task_hooks.rs`, `WatchPanics`).
+fn block_on_registry<F: Future>(registry: &Arc<Registry>, future: F, caller: &str) -> F::Output {
+    let _enter = context::enter(registry);
+    if registry.hooks.watches_panics() {
+        let watched = task_hooks::WatchPanics {
+            hooks: &registry.hooks,
+            future,
+        };
+        block_on::block_on_thread(watched, caller)
+    } else {
+        block_on::block_on_thread(future, caller)
+    }
 }
 
 /// Runs the closure `f` as a task on the current runtime (see [`spawn`]).
@@ -655,12 +752,13 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 /// let handle = magpie::submit(|| "done");
 /// assert_eq!(handle.join().unwrap(), "done");
 /// ```
+#[track_caller]
 pub fn submit<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    context::current_registry().spawn(Closure::new(f))
+    context::current_registry().spawn(Closure::new(f), Origin::caller())
 }
 
 /// Runs the closure `f` on the current runtime's blocking pool (see
@@ -673,12 +771,13 @@ where
 /// let name = handle.join().unwrap().unwrap();
 /// assert!(name.contains("blocking"));
 /// ```
+#[track_caller]
 pub fn spawn_blocking<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    context::current_registry().spawn_blocking(f)
+    context::current_registry().spawn_blocking(f, Origin::caller())
 }
 
 /// The global default runtime, which the free functions ([`join`](crate::join),

@@ -18,8 +18,8 @@ use crate::sync::atomic::*;
 use crate::sync::{AtomicBool, AtomicUsize, StatAtomicU64 as AtomicU64};
 use crate::task::notified::{new_task, Notified, Schedule};
 use crate::task::owned::OwnedTasks;
-use crate::task::raw::{Header, RawTask};
-use crate::task::JoinHandle;
+use crate::task::raw::{Header, Identity, Origin, RawTask};
+use crate::task::{Id, JoinHandle};
 use crate::time::driver::{Driver, Rearm};
 use crate::util::unwind;
 use crate::util::CachePadded;
@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use super::blocking::BlockingPool;
 use super::idle_wait::IdleWait;
+use super::task_hooks::TaskHooks;
 use super::topology::Groups;
 use super::worker::WorkerThread;
 
@@ -90,6 +91,15 @@ pub(crate) struct Registry {
     pub(crate) traces: Option<Box<[Arc<TraceBuffer>]>>,
     /// Whether workers time each poll for the histogram.
     pub(crate) poll_time_histogram: bool,
+    /// Whether every task keeps counters for the live-task dump, and workers time each poll
+    /// (`Builder::task_insight`).
+    pub(crate) task_insight: bool,
+    /// The task hooks and the unhandled-panic response (shared with the blocking tasks'
+    /// scheduler, which calls the hooks too).
+    pub(crate) hooks: Arc<TaskHooks>,
+    /// Whether `hooks` has a spawn or terminate hook: read on every spawn and completion, so
+    /// kept here, beside the other flags, rather than behind the `Arc`.
+    task_hooks_set: bool,
     /// The longest a worker parks without a wakeup: `None` (no limit) unless
     /// `Builder::park_safety_net` set one, and always `None` under loom, where a timed park
     /// does not block (see `sync::time`).
@@ -120,6 +130,8 @@ pub(crate) struct Options {
     /// Events per worker ring, if tracing is on.
     pub(crate) trace_capacity: Option<usize>,
     pub(crate) poll_time_histogram: bool,
+    pub(crate) task_insight: bool,
+    pub(crate) hooks: Arc<TaskHooks>,
     pub(crate) barrier: crate::sync::barrier::Barrier,
     pub(crate) park_safety_net: Option<std::time::Duration>,
 }
@@ -181,6 +193,9 @@ impl Registry {
                     .collect()
             }),
             poll_time_histogram: options.poll_time_histogram,
+            task_insight: options.task_insight,
+            task_hooks_set: options.hooks.has_hooks(),
+            hooks: options.hooks,
             park_safety_net: options.park_safety_net,
             remote_schedules: AtomicU64::new(0),
             tasks_spawned_remote: AtomicU64::new(0),
@@ -334,7 +349,7 @@ impl Registry {
 
     /// Runs `f` on this runtime's blocking pool, with this runtime as the current one for the
     /// free functions `f` calls (`magpie::spawn`, `join`, timers), as on its workers.
-    pub(crate) fn spawn_blocking<F, T>(self: &Arc<Registry>, f: F) -> JoinHandle<T>
+    pub(crate) fn spawn_blocking<F, T>(self: &Arc<Registry>, f: F, origin: Origin) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -342,21 +357,29 @@ impl Registry {
         // Weak: a closure still queued must not keep its runtime alive. If the runtime is
         // gone by the time it runs, the free functions fall back as on any other thread.
         let registry = Arc::downgrade(self);
-        self.blocking.spawn(move || {
-            let _enter = registry.upgrade().map(|r| super::context::enter(&r));
-            f()
-        })
+        // Blocking tasks are not in the dump: no counters, unless named (for the hooks).
+        let identity = Identity::new(origin, 0, false);
+        // The hooks only when there are some: an `Arc` clone per spawn otherwise for nothing.
+        let hooks = self.task_hooks_set.then(|| self.hooks.clone());
+        self.blocking.spawn(
+            move || {
+                let _enter = registry.upgrade().map(|r| super::context::enter(&r));
+                f()
+            },
+            identity,
+            hooks,
+        )
     }
 
     /// Spawns `future` as a task of this runtime.
-    pub(crate) fn spawn<F>(self: &Arc<Registry>, future: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn<F>(self: &Arc<Registry>, future: F, origin: Origin) -> JoinHandle<F::Output>
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
         // One look at the thread-local for both the count and the queue.
         self.with_own_worker(|worker| {
-            let (task, handle) = self.new_bound_task(future, worker);
+            let (task, handle) = self.new_bound_task(future, worker, origin);
             if let Some(task) = task {
                 match worker {
                     Some(worker) => worker.schedule_local(task, false),
@@ -371,7 +394,11 @@ impl Registry {
     /// two choices": nearly as even as asking every worker, at the cost of two). A worker's
     /// load is the length of its ring plus its mailbox plus its LIFO slot, each read without
     /// a lock.
-    pub(crate) fn spawn_balanced<F>(self: &Arc<Registry>, future: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn_balanced<F>(
+        self: &Arc<Registry>,
+        future: F,
+        origin: Origin,
+    ) -> JoinHandle<F::Output>
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
@@ -394,7 +421,7 @@ impl Registry {
                 a
             }
         };
-        self.spawn_to(worker, future)
+        self.spawn_to(worker, future, origin)
     }
 
     /// The tasks waiting at `worker`: a gauge, read without locks.
@@ -408,12 +435,14 @@ impl Registry {
         self: &Arc<Registry>,
         worker: usize,
         future: F,
+        origin: Origin,
     ) -> JoinHandle<F::Output>
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let (task, handle) = self.with_own_worker(|spawner| self.new_bound_task(future, spawner));
+        let (task, handle) =
+            self.with_own_worker(|spawner| self.new_bound_task(future, spawner, origin));
         let Some(task) = task else {
             return handle;
         };
@@ -439,20 +468,39 @@ impl Registry {
         handle
     }
 
-    /// Makes a task of `future` and links it into the live-task list. The `Notified` is
-    /// `None` when the runtime is shutting down: the future has then been dropped here and
-    /// the handle resolves to cancelled.
+    /// Makes a task of `future`, calls the spawn hook, and links the task into the live-task
+    /// list. The `Notified` is `None` when the runtime is shutting down: the future has then
+    /// been dropped here and the handle resolves to cancelled.
     fn new_bound_task<F>(
         self: &Arc<Registry>,
         future: F,
         spawner: Option<&WorkerThread>,
+        origin: Origin,
     ) -> (Option<Task>, JoinHandle<F::Output>)
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
         self.count_spawn(spawner);
-        let (task, handle) = new_task(future, self.clone(), self.id);
+        // The spawn time, for tasks that keep counters (`Identity::new`): a worker's last
+        // clock reading (see ARCHITECTURE.md, "Task identity and the live-task dump"); from
+        // elsewhere, a reading.
+        let insight = self.task_insight || origin.name.is_some();
+        let spawned_ns = match spawner {
+            _ if !insight => 0,
+            Some(worker) => worker.clock_ns(),
+            None => self.uptime_ns(),
+        };
+        let id = match spawner {
+            Some(worker) => worker.next_task_id(),
+            None => Id::next(),
+        };
+        let identity = Identity::with_id(id, origin, spawned_ns, insight);
+        let (task, handle) = new_task(future, self.clone(), identity);
+        if self.task_hooks_set {
+            // SAFETY: the Notified holds a reference to the task.
+            self.hooks.spawned(unsafe { task.raw().header() });
+        }
         // SAFETY: the new task's Notified holds a reference; it was never linked.
         if unsafe { self.owned.bind(task.raw()) } {
             (Some(task), handle)
@@ -662,6 +710,17 @@ impl Schedule for Arc<Registry> {
         self.schedule_task(task, true);
     }
 
+    fn unhandled_panic(&self, payload: crate::util::unwind::Payload) {
+        // The first unhandled panic under `ShutdownRuntime` cancels every live task, here on
+        // the completing thread, as `Runtime::shutdown` does from the dropping one
+        // (runtime/task_hooks.rs). The completing task itself is among them: it is RUNNING,
+        // so its shutdown only drops the list's reference, and its `release` finds it
+        // unlinked.
+        if self.hooks.unhandled(payload) {
+            self.shutdown_tasks();
+        }
+    }
+
     fn release(&self, task: RawTask) -> bool {
         // Counted before the task leaves the live list, so that whoever sees the list empty
         // (`wait_idle`, through the SeqCst decrement in `remove`) sees the count too. The
@@ -674,6 +733,12 @@ impl Schedule for Arc<Registry> {
                 bump(&self.counters[worker.index()].tasks_completed);
             }
         });
+        // Before the task leaves the live list, so that `wait_idle` returns only after the
+        // hook of every task it waited for.
+        if self.task_hooks_set {
+            // SAFETY: the completer holds a reference to `task`.
+            self.hooks.terminated(unsafe { task.header() });
+        }
         // SAFETY: the completer holds a reference to `task`.
         let removed = unsafe { self.owned.remove(task) };
         self.idle_wait

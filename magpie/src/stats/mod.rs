@@ -49,6 +49,10 @@ pub(crate) fn histogram_bounds_ns() -> Vec<u64> {
 /// The live counters of one worker.
 #[derive(Debug, Default)]
 pub(crate) struct WorkerCounters {
+    /// The header address of the task this worker is polling, 0 when none: written by the
+    /// task harness at the start and end of each poll, read by `Runtime::tasks` for
+    /// `TaskState::Running` (a word here rather than in every task: raw.rs, `Header`).
+    pub(crate) polling: AtomicU64,
     pub(crate) jobs_executed: AtomicU64,
     pub(crate) jobs_stolen: AtomicU64,
     pub(crate) steal_attempts: AtomicU64,

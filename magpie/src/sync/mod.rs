@@ -56,6 +56,11 @@ pub(crate) use self::AtomicUsize as StaticAtomicUsize;
 #[cfg(any(loom, shuttle))]
 pub(crate) use std::sync::atomic::AtomicUsize as StaticAtomicUsize;
 
+/// A process-wide counter in a `static` that orders nothing (task ids): `std`'s in every
+/// build, for the reasons [`StaticAtomicUsize`] gives under shuttle and loom, and because
+/// no model needs to explore the interleavings of a number that only has to be unique.
+pub(crate) use std::sync::atomic::AtomicU64 as StaticAtomicU64;
+
 /// A statistics counter or gauge. It is the facade's [`AtomicU64`] except under loom, where
 /// it is `std`'s: statistics order nothing (every access is Relaxed and nothing is decided
 /// on them), and each access to a loom atomic is one more step whose interleavings loom

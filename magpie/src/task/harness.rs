@@ -28,13 +28,45 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
 use super::error::JoinError;
+use super::id;
 use super::notified::{Notified, Schedule};
-use super::raw::{drop_payload, Cell, Core, RawTask, Trailer};
+use super::raw::{drop_payload, Cell, Core, Header, RawTask, Trailer};
 use super::state::{
     State, TransitionToIdle, TransitionToRunning, TransitionToShutdown, TransitionToStored,
 };
 use super::waker::waker_ref;
+use crate::sync::atomic::Relaxed;
+use crate::sync::StatAtomicU64;
 use crate::util::unwind::{halt_unwinding, Payload};
+
+/// Who polls a task, and how: what the task's insight counters (raw.rs invariant 6) and the
+/// worker's "polling now" word record of the poll.
+pub(crate) struct Poller<'a> {
+    /// The polling worker's "polling now" word (`WorkerCounters::polling`), which holds the
+    /// task's header address while the poll runs; `None` off the workers (the blocking
+    /// pool, tests).
+    pub(crate) polling: Option<&'a StatAtomicU64>,
+    /// When the poll starts, in ns on the runtime's clock: the worker's last clock reading
+    /// for an untimed poll (no clock is read for it), the poll's start for a timed one.
+    pub(crate) start_ns: u64,
+    /// For a timed poll, the runtime's clock; the harness reads it once, when `poll`
+    /// returns, and leaves the reading in `end_ns` for the worker's histogram and trace.
+    pub(crate) clock: Option<&'a dyn Fn() -> u64>,
+    pub(crate) end_ns: std::cell::Cell<u64>,
+}
+
+impl Poller<'_> {
+    /// A poll off the workers, untimed, at time 0 (the blocking pool's tasks are not in any
+    /// live-task list, so nobody reads the times).
+    pub(crate) fn off_pool() -> Poller<'static> {
+        Poller {
+            polling: None,
+            start_ns: 0,
+            clock: None,
+            end_ns: std::cell::Cell::new(0),
+        }
+    }
+}
 
 /// A typed pointer to a task whose holder has one of its references.
 pub(crate) struct Harness<F: Future, S: 'static> {
@@ -60,8 +92,12 @@ where
     }
 
     fn state(&self) -> &State {
+        &self.header().state
+    }
+
+    fn header(&self) -> &Header {
         // SAFETY: raw.rs invariant 2: the harness's holder keeps the cell alive.
-        unsafe { &self.cell.as_ref().header.state }
+        unsafe { &self.cell.as_ref().header }
     }
 
     fn core(&self) -> &Core<F, S> {
@@ -90,9 +126,9 @@ where
 
     /// Runs the task once for the holder of its `Notified`, consuming the `Notified`'s
     /// reference. Returns whether the task completed.
-    pub(crate) fn poll(self) -> bool {
+    pub(crate) fn poll(self, poller: &Poller<'_>) -> bool {
         match self.state().transition_to_running() {
-            TransitionToRunning::Success => self.poll_future(),
+            TransitionToRunning::Success => self.poll_future(poller),
             TransitionToRunning::Cancelled => {
                 self.cancel();
                 true
@@ -107,7 +143,23 @@ where
 
     /// Polls the future once; this thread holds `RUNNING` and the `Notified`'s reference.
     /// Returns whether the task completed.
-    fn poll_future(self) -> bool {
+    fn poll_future(self, poller: &Poller<'_>) -> bool {
+        // The task is the thread's current one (`task::id`) for the length of `poll`: off
+        // the workers through a thread-local, on them through the polling word below.
+        let header = self.header();
+        let current = poller
+            .polling
+            .is_none()
+            .then(|| id::enter(header.identity.id));
+        let insight = header.identity.insight();
+        if let Some(insight) = insight {
+            insight.activity.begin_poll(poller.start_ns);
+        }
+        if let Some(polling) = poller.polling {
+            // Relaxed: a statistic; the dump reads it under the live list's shard lock,
+            // which orders it against the task's unlinking (`Runtime::tasks`).
+            polling.store(header as *const Header as u64, Relaxed);
+        }
         let polled = {
             // SAFETY: the poller's reference outlives the waker (it is dropped at the end of
             // this block, before any transition below gives that reference up); the waker's
@@ -120,6 +172,21 @@ where
                 unsafe { self.core().poll(&mut cx) }
             })
         };
+        drop(current);
+        // Before any transition out of RUNNING: after it, another poller may be writing.
+        let elapsed = poller.clock.map(|clock| {
+            let end = clock();
+            poller.end_ns.set(end);
+            end.saturating_sub(poller.start_ns)
+        });
+        if let Some(polling) = poller.polling {
+            // Relaxed: as above. Before the task can complete, leave the live list and have
+            // its address reused: a dump never sees this word name another task.
+            polling.store(0, Relaxed);
+        }
+        if let Some(insight) = insight {
+            insight.activity.end_poll(elapsed);
+        }
         match polled {
             Ok(Poll::Pending) => match self.state().transition_to_idle() {
                 TransitionToIdle::Ok => false,
@@ -188,23 +255,19 @@ where
                 // its destructor, so it never waits for the steps below.
                 TransitionToStored::Stored => {}
                 TransitionToStored::Detached => {
-                    // The handle left after the load above: the output is still ours, and it
-                    // goes before the task leaves the live list, as below.
+                    // The handle left after the load above: the result is still ours, and
+                    // it goes before the task leaves the live list, as below.
                     // SAFETY: state.rs invariants 2 and 3: we hold RUNNING, and no handle is
                     // left to read the stage.
-                    if let Err(payload) = unsafe { self.core().drop_stage() } {
-                        drop_payload(payload);
+                    if let Some(result) = unsafe { self.core().take_detached_result() } {
+                        self.drop_detached_result(result);
                     }
                 }
             }
         } else {
-            // The handle is gone (JOIN_INTEREST is never set again), so the result is ours:
-            // drop it now, before the task leaves the live list, so that `wait_idle` returns
-            // only after a detached task's output destructor has run
-            // (tests/task_combinations.rs). No need to store it, nor to set STORED.
-            if let Err(payload) = halt_unwinding(move || drop(result)) {
-                drop_payload(payload);
-            }
+            // The handle is gone (JOIN_INTEREST is never set again), so the result is ours.
+            // No need to store it, nor to set STORED.
+            self.drop_detached_result(result);
         }
         // Leave the owner's list of live tasks before the handle can see the task complete,
         // so that a caller who awaited every handle sees none alive. If the list held a
@@ -236,6 +299,24 @@ where
             }
         }
         self.drop_reference();
+    }
+
+    /// Drops the result of a task whose handle is gone, now, before the task leaves the live
+    /// list, so that `wait_idle` returns only after a detached task's output destructor has
+    /// run (tests/task_combinations.rs). A panic nobody will see (the task's, or the one its
+    /// cancelled future's destructor raised) is the scheduler's: an unhandled panic.
+    fn drop_detached_result(&self, result: Result<F::Output, JoinError>) {
+        match result {
+            Err(error) if error.is_panic() => {
+                let payload = error.into_panic();
+                self.core().scheduler.unhandled_panic(payload);
+            }
+            result => {
+                if let Err(payload) = halt_unwinding(move || drop(result)) {
+                    drop_payload(payload);
+                }
+            }
+        }
     }
 
     /// Empties the join waker slot, catching a panic from the waker's destructor.

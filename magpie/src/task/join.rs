@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::error::JoinError;
+use super::id::Id;
 use super::raw::RawTask;
 use super::state::TransitionToCancelled;
 
@@ -143,6 +144,23 @@ impl<T> JoinHandle<T> {
         }
     }
 
+    /// The task's id: the same as [`task::id()`](crate::task::id) inside it, and as its
+    /// row in [`Runtime::tasks`](crate::Runtime::tasks).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+    /// let handle = rt.spawn(async { magpie::task::id() });
+    /// let id = handle.id();
+    /// assert_eq!(handle.join().unwrap(), id);
+    /// ```
+    pub fn id(&self) -> Id {
+        // SAFETY: raw.rs invariant 2: the handle holds a reference; the identity is
+        // immutable (raw.rs invariant 6).
+        unsafe { self.raw.header() }.identity.id
+    }
+
     /// Cancels the task: unless it has already finished, its future is dropped (on a worker,
     /// the next time it would have run) and the handle resolves to a cancelled `JoinError`.
     ///
@@ -241,6 +259,7 @@ impl<T> Drop for JoinHandle<T> {
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle")
+            .field("id", &self.id())
             .field("finished", &self.is_finished())
             .finish_non_exhaustive()
     }

@@ -1,16 +1,21 @@
 //! Tasks: futures (and submitted closures) that the workers poll, and their handles.
 //!
 //! The public part: [`JoinHandle`], [`JoinError`], [`yield_now`], [`block_in_place`] (which
-//! lives with the worker, in `runtime/`). The rest is the machinery:
+//! lives with the worker, in `runtime/`); task identity ([`Id`], [`id`], [`try_id`]), named
+//! spawns ([`Builder`]) and what the runtime tells of its tasks ([`TaskInfo`], [`TaskState`],
+//! [`TaskCounters`], [`TaskMeta`], [`SpawnLocation`]). The rest is the machinery:
 //! the state word (`state`), the one allocation and its type-erased pointer (`raw`), the
 //! harness that polls, cancels and completes a task (`harness`), its waker (`waker`), the
 //! scheduler's handle `Notified` and the `Schedule` trait (`notified`), the runtime's list of
 //! live tasks (`owned`) and the cooperative budget (`coop`).
 
+mod builder;
 pub(crate) mod closure;
 pub(crate) mod coop;
 mod error;
 pub(crate) mod harness;
+pub(crate) mod id;
+mod info;
 mod join;
 pub(crate) mod notified;
 pub(crate) mod owned;
@@ -20,7 +25,10 @@ pub(crate) mod waker;
 mod yield_now;
 
 pub use crate::runtime::block_in_place::block_in_place;
+pub use builder::Builder;
 pub use error::JoinError;
+pub use id::{id, try_id, Id};
+pub use info::{SpawnLocation, TaskCounters, TaskInfo, TaskMeta, TaskState};
 pub use join::JoinHandle;
 pub use yield_now::{yield_now, YieldNow};
 

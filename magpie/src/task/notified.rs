@@ -8,7 +8,9 @@ use std::marker::PhantomData;
 use super::join::JoinHandle;
 use std::ptr::NonNull;
 
-use super::raw::{Header, RawTask};
+use super::harness::Poller;
+use super::raw::{Header, Identity, RawTask};
+use crate::util::unwind::{drop_payload, Payload};
 
 /// Where a task goes when it is woken: the runtime's run queues (tests use a plain queue).
 ///
@@ -22,6 +24,12 @@ pub(crate) trait Schedule: Send + Sync + Sized + 'static {
     /// waiting, rather than next.
     fn yield_task(&self, task: Notified<Self>) {
         self.schedule(task);
+    }
+
+    /// A task whose `JoinHandle` was gone when it finished panicked (or its cancelled
+    /// future's destructor did): nobody will see `payload`. The default drops it.
+    fn unhandled_panic(&self, payload: Payload) {
+        drop_payload(payload);
     }
 
     /// The task completed: removes it from the owner's list of live tasks, if it is in one.
@@ -73,9 +81,14 @@ impl<S: Schedule> Notified<S> {
     /// Runs the task once: polls its future, or drops it if the task was aborted. Returns
     /// whether the task completed.
     pub(crate) fn run(self) -> bool {
+        self.run_on(&Poller::off_pool())
+    }
+
+    /// [`Notified::run`] by `poller` (a worker, with its clock).
+    pub(crate) fn run_on(self, poller: &Poller<'_>) -> bool {
         let raw = self.into_raw();
         // SAFETY: the Notified's reference and NOTIFIED bit are handed to the poll.
-        unsafe { raw.poll() }
+        unsafe { raw.poll(poller) }
     }
 
     /// Takes over a `Notified` that a queue held as its header pointer
@@ -108,13 +121,6 @@ impl<S: Schedule> Notified<S> {
     pub(crate) fn raw(&self) -> RawTask {
         self.raw
     }
-
-    /// The id of the task's owner, as given to [`new_task`].
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn owner_id(&self) -> usize {
-        // SAFETY: raw.rs invariant 2: the Notified holds a reference.
-        unsafe { self.raw.header() }.owner_id
-    }
 }
 
 impl<S: 'static> Drop for Notified<S> {
@@ -130,20 +136,19 @@ impl<S: 'static> fmt::Debug for Notified<S> {
     }
 }
 
-/// Allocates a task running `future`, to be scheduled on `scheduler`, owned by `owner_id`.
-/// Returns its `Notified`, which the caller must submit (the task starts notified), and its
-/// `JoinHandle`.
+/// Allocates a task running `future`, to be scheduled on `scheduler`, known as `identity`. Returns its `Notified`, which the caller must submit (the task
+/// starts notified), and its `JoinHandle`.
 pub(crate) fn new_task<F, S>(
     future: F,
     scheduler: S,
-    owner_id: usize,
+    identity: Identity,
 ) -> (Notified<S>, JoinHandle<F::Output>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: Schedule,
 {
-    let raw = RawTask::new(future, scheduler, owner_id);
+    let raw = RawTask::new(future, scheduler, identity);
     // SAFETY: a new task holds two references and NOTIFIED (`INITIAL_STATE`): one reference
     // and NOTIFIED are the Notified's; its scheduler type is `S`.
     let notified = unsafe { Notified::from_raw(raw) };

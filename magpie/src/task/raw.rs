@@ -2,8 +2,8 @@
 //!
 //! A task is one heap block, a `#[repr(C)]` [`Cell<F, S>`]:
 //!
-//! * [`Header`]: the state word (`state.rs`), the vtable, the link for intrusive run queues
-//!   and the owner id. It comes first, so a pointer to the header is a pointer to the cell,
+//! * [`Header`]: the state word (`state.rs`), the vtable, the link for intrusive run queues,
+//!   the links of the live-task list and the task's [`Identity`]. It comes first, so a pointer to the header is a pointer to the cell,
 //!   and code that does not know `F` and `S` (wakers, run queues, the `JoinHandle`) can hold
 //!   a task as a `NonNull<Header>` and reach the rest through the vtable.
 //! * [`Core`]: the scheduler and the stage (the future, then its output or error, then
@@ -33,18 +33,26 @@
 //!    future never completed, or an output nobody read), the scheduler and the join waker.
 //! 5. The future is pinned: it lives in the cell from creation until it is dropped in place
 //!    ([`Core::drop_stage`]), and is never moved.
+//! 6. [`Identity`] is immutable after [`RawTask::new`], except for the [`Activity`]
+//!    counters of its insight, which only the poller writes (the holder of the task's
+//!    `Notified`, while it holds `RUNNING`), so one thread at a time; anyone holding a
+//!    reference may read them, Relaxed.
 
+use std::fmt;
 use std::future::Future;
+use std::panic::Location;
 use std::pin::Pin;
 use std::ptr::{self, NonNull};
 use std::task::{Context, Poll, Waker};
 
 use super::error::JoinError;
-use super::harness::Harness;
+use super::harness::{Harness, Poller};
+use super::id::Id;
 use super::notified::{Notified, Schedule};
 use super::owned::OwnedLink;
 use super::state::State;
-use crate::sync::UnsafeCell;
+use crate::sync::atomic::Relaxed;
+use crate::sync::{StatAtomicU64, UnsafeCell};
 pub(crate) use crate::util::unwind::drop_payload;
 use crate::util::unwind::{halt_unwinding, Payload};
 
@@ -57,24 +65,207 @@ pub(crate) static LIVE_TASKS: crate::sync::StaticAtomicUsize =
     crate::sync::StaticAtomicUsize::new(0);
 
 /// The part of a task every holder may read without knowing its future's type.
+///
+/// 56 bytes on 64-bit targets, as before task identity (`header_size` in `tests_task.rs`
+/// pins it): the id and the origin took the places of the owner id (read only by a test)
+/// and of the live list's `linked` flag (implied by the links, `owned.rs`). It must not
+/// grow: a task's allocation is header, scheduler, stage and join waker, and for a small
+/// future (32 bytes, `magpie-bench`'s countdown task) that is 120 bytes, the largest glibc
+/// serves from its fast bins; 64 bytes more made `spawn_many_remote`, whose tasks are
+/// allocated on one thread and freed on another, twice as slow (ARCHITECTURE.md, "Task
+/// identity and the live-task dump").
 #[repr(C)]
 pub(crate) struct Header {
     /// The state word: flags and reference count.
     pub(crate) state: State,
     /// The typed functions for this task's `F` and `S` (invariant 1).
     pub(crate) vtable: &'static Vtable,
-    /// The task's links in its runtime's list of live tasks (invariant 3, `owned.rs`).
-    pub(crate) owned: UnsafeCell<OwnedLink>,
-    /// The id of the runtime (or other owner) that spawned the task.
-    pub(crate) owner_id: usize,
     /// The task's link in the task inject queue (`queue/linked_inject.rs`), which alone
     /// touches it. One link suffices: a queued task is queued through its `Notified`, and a
     /// task has at most one (state 1), so it is in at most one such queue, once.
     pub(crate) queue_next: UnsafeCell<*mut Header>,
+    /// The task's links in its runtime's list of live tasks (invariant 3, `owned.rs`).
+    pub(crate) owned: UnsafeCell<OwnedLink>,
+    /// Who the task is (invariant 6).
+    pub(crate) identity: Identity,
+}
+
+/// Who a task is: its id and where it came from, set at spawn and never changed (invariant
+/// 6), read by anyone holding a reference (the `JoinHandle`, the dump, the hooks) without
+/// knowing the future's type.
+#[derive(Debug)]
+pub(crate) struct Identity {
+    pub(crate) id: Id,
+    /// The spawn location, or the task's [`Insight`]: a tagged pointer, so that an unnamed
+    /// task on a runtime without task insight carries its location in 8 bytes and allocates
+    /// nothing for it (the `Location` is a static the compiler placed in the binary).
+    origin: OriginPtr,
+}
+
+/// A `&'static Location` (low bit 0) or a `Box<Insight>` (low bit 1, owned). Both are at
+/// least 4-byte aligned, so the low bit is free.
+struct OriginPtr(NonNull<()>);
+
+// SAFETY: the pointer is a `&'static Location` (Sync, immutable) or a `Box<Insight>` whose
+// fields are immutable or atomic; the box is dropped only by the header's owner (invariant
+// 4), so sharing and sending the pointer is as safe as sharing `&Insight`.
+unsafe impl Send for OriginPtr {}
+// SAFETY: as above.
+unsafe impl Sync for OriginPtr {}
+
+impl fmt::Debug for OriginPtr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("OriginPtr").field(&self.0).finish()
+    }
+}
+
+/// What a task keeps besides its id when it is named or its runtime keeps task insight
+/// (`Builder::task_insight`): its own allocation, made at spawn, freed with the task.
+#[derive(Debug)]
+pub(crate) struct Insight {
+    /// Where it was spawned.
+    pub(crate) location: &'static Location<'static>,
+    /// The name given with `task::Builder::name`.
+    pub(crate) name: Option<String>,
+    /// When it was spawned, in ns on its runtime's clock (`Registry::uptime_ns`; from a
+    /// worker, the worker's last reading of it).
+    pub(crate) spawned_ns: u64,
+    /// What its polls did (invariant 6).
+    pub(crate) activity: Activity,
+}
+
+impl Identity {
+    /// A new task's identity, with a fresh [`Id`]. It keeps an [`Insight`] if the task is
+    /// named or `insight` asks for one; `spawned_ns` is only kept there.
+    pub(crate) fn new(origin: Origin, spawned_ns: u64, insight: bool) -> Identity {
+        Identity::with_id(Id::next(), origin, spawned_ns, insight)
+    }
+
+    /// [`Identity::new`] with the id given (a worker's, from its own block).
+    pub(crate) fn with_id(id: Id, origin: Origin, spawned_ns: u64, insight: bool) -> Identity {
+        let origin = if insight || origin.name.is_some() {
+            let boxed = Box::new(Insight {
+                location: origin.location,
+                name: origin.name,
+                spawned_ns,
+                activity: Activity::default(),
+            });
+            let ptr = Box::into_raw(boxed).cast::<()>();
+            // The tag: a `Box<Insight>` is 8-byte aligned, so bit 0 is clear before this
+            // (`wrapping_byte_add` keeps the pointer's provenance).
+            let tagged = ptr.wrapping_byte_add(1);
+            // SAFETY: a box's address plus one is not null.
+            OriginPtr(unsafe { NonNull::new_unchecked(tagged) })
+        } else {
+            OriginPtr(NonNull::from(origin.location).cast())
+        };
+        Identity { id, origin }
+    }
+
+    /// The task's [`Insight`], if it keeps one.
+    #[inline]
+    pub(crate) fn insight(&self) -> Option<&Insight> {
+        // SAFETY: the box of `new`, live until this identity drops (it owns it), and never
+        // mutated but through atomics.
+        self.insight_ptr().map(|insight| unsafe { &*insight })
+    }
+
+    /// The `Box<Insight>` of `new`, untagged, if the origin is one.
+    #[inline]
+    fn insight_ptr(&self) -> Option<*mut Insight> {
+        let ptr = self.origin.0.as_ptr();
+        (ptr as usize & 1 == 1).then(|| ptr.wrapping_byte_sub(1).cast::<Insight>())
+    }
+
+    /// Where the task was spawned.
+    pub(crate) fn location(&self) -> &'static Location<'static> {
+        match self.insight() {
+            Some(insight) => insight.location,
+            // SAFETY: untagged, so the pointer is the `&'static Location` of `new`.
+            None => unsafe { self.origin.0.cast::<Location<'static>>().as_ref() },
+        }
+    }
+
+    /// The task's name, if it has one.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.insight()?.name.as_deref()
+    }
+}
+
+impl Drop for Identity {
+    fn drop(&mut self) {
+        if let Some(insight) = self.insight_ptr() {
+            // SAFETY: the box of `new` (`wrapping_byte_add` and `wrapping_byte_sub` kept the
+            // pointer of `Box::into_raw`, provenance included), which this identity owns;
+            // nothing else reaches it once the header is being dropped (invariant 4).
+            drop(unsafe { Box::from_raw(insight) });
+        }
+    }
+}
+
+/// The counters of a task's polls (invariant 6). Every field is written only by the thread
+/// that holds the task's `Notified` while it runs it, a single writer at a time (successive
+/// pollers are ordered by the state word's transitions), and read by the dump with Relaxed
+/// loads: statistics, which order nothing, so a plain load and store suffice (no RMW), and a
+/// dump may see one poll's fields half-updated.
+#[derive(Debug, Default)]
+pub(crate) struct Activity {
+    /// Polls so far, counting one that runs now.
+    pub(crate) polls: StatAtomicU64,
+    /// When the last poll started, on the runtime's clock (ns); 0 before the first.
+    pub(crate) last_poll_ns: StatAtomicU64,
+    /// Total time in `poll`, in ns (timed polls only: see `Poller::clock`).
+    pub(crate) busy_ns: StatAtomicU64,
+    /// The longest poll, in ns (timed polls only).
+    pub(crate) longest_ns: StatAtomicU64,
+}
+
+impl Activity {
+    /// A poll starts at `now_ns`.
+    #[inline]
+    pub(crate) fn begin_poll(&self, now_ns: u64) {
+        // Relaxed: invariant 6, a single writer.
+        self.polls.store(self.polls.load(Relaxed) + 1, Relaxed);
+        self.last_poll_ns.store(now_ns, Relaxed);
+    }
+
+    /// The poll that `begin_poll` started ended; it took `elapsed_ns`, if it was timed.
+    #[inline]
+    pub(crate) fn end_poll(&self, elapsed_ns: Option<u64>) {
+        if let Some(elapsed) = elapsed_ns {
+            // Relaxed: invariant 6, a single writer.
+            self.busy_ns
+                .store(self.busy_ns.load(Relaxed).saturating_add(elapsed), Relaxed);
+            if elapsed > self.longest_ns.load(Relaxed) {
+                self.longest_ns.store(elapsed, Relaxed);
+            }
+        }
+    }
+}
+
+/// What the spawner says of a new task: where it was spawned, and its name if it has one.
+#[derive(Debug)]
+pub(crate) struct Origin {
+    pub(crate) location: &'static Location<'static>,
+    pub(crate) name: Option<String>,
+}
+
+impl Origin {
+    /// An unnamed task spawned by the caller of the `#[track_caller]` function that calls
+    /// this.
+    #[track_caller]
+    #[inline]
+    pub(crate) fn caller() -> Origin {
+        Origin {
+            location: Location::caller(),
+            name: None,
+        }
+    }
 }
 
 // SAFETY: a header is shared by every holder of the task, on any thread: its state word is
-// atomic, its vtable and owner id are immutable, its `owned` links are touched only under
+// atomic, its vtable and identity are immutable (an identity's insight is atomics and a
+// `String`, `Send + Sync`), its `owned` links are touched only under
 // the owner list's lock (invariant 3), and its `queue_next` link only by the inject queue
 // that holds its `Notified`, as that queue's invariants 1 and 2 allow. What the header
 // stands for (the future and output) is `Send` (`RawTask::new` requires it).
@@ -124,7 +315,7 @@ pub(crate) struct Cell<F: Future, S> {
 /// The functions of one `Cell<F, S>` type, called with a pointer to its header.
 pub(crate) struct Vtable {
     /// Runs a `Notified` (consumes its reference): see [`RawTask::poll`].
-    pub(crate) poll: unsafe fn(NonNull<Header>) -> bool,
+    pub(crate) poll: unsafe fn(NonNull<Header>, &Poller<'_>) -> bool,
     /// Hands a new `Notified` to the scheduler: see [`RawTask::schedule`].
     pub(crate) schedule: unsafe fn(NonNull<Header>),
     /// Frees the task: see [`RawTask::dealloc`].
@@ -164,7 +355,7 @@ pub(crate) struct RawTask {
 impl RawTask {
     /// Allocates a task in the state `INITIAL_STATE` (two references, `NOTIFIED`,
     /// `JOIN_INTEREST`), holding `future`.
-    pub(crate) fn new<F, S>(future: F, scheduler: S, owner_id: usize) -> RawTask
+    pub(crate) fn new<F, S>(future: F, scheduler: S, identity: Identity) -> RawTask
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -174,9 +365,9 @@ impl RawTask {
             header: Header {
                 state: State::new(),
                 vtable: vtable::<F, S>(),
-                owned: UnsafeCell::new(OwnedLink::default()),
-                owner_id,
                 queue_next: UnsafeCell::new(ptr::null_mut()),
+                owned: UnsafeCell::new(OwnedLink::default()),
+                identity,
             },
             core: Core {
                 scheduler,
@@ -237,11 +428,11 @@ impl RawTask {
     /// state 1), which this consumes.
     ///
     /// Returns whether the task completed in this run (its output, panic or cancellation is
-    /// now the handle's to read).
-    pub(crate) unsafe fn poll(self) -> bool {
+    /// now the handle's to read). `poller` says who polls, and how to time the poll.
+    pub(crate) unsafe fn poll(self, poller: &Poller<'_>) -> bool {
         // SAFETY: invariant 2 (the Notified's reference); the vtable function is this task's
         // (invariant 1), and its contract is the caller's.
-        unsafe { (self.header().vtable.poll)(self.ptr) }
+        unsafe { (self.header().vtable.poll)(self.ptr, poller) }
     }
 
     /// Gives the task's scheduler a `Notified` for it.
@@ -405,6 +596,26 @@ impl<F: Future, S> Core<F, S> {
     }
 }
 
+impl<F: Future, S> Core<F, S> {
+    /// Takes the stored result back, for the completer whose handle left between its load
+    /// of `JOIN_INTEREST` and `transition_to_stored` (it answered `Detached`).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `RUNNING`, stored the result, and no handle is left to read it
+    /// (state 2 and state 3: the result is the completer's).
+    pub(crate) unsafe fn take_detached_result(&self) -> Option<Result<F::Output, JoinError>> {
+        let stage = self.stage.with_mut(|stage| {
+            // SAFETY: the caller's contract: nobody else touches the stage.
+            std::mem::replace(unsafe { &mut *stage }, Stage::Consumed)
+        });
+        match stage {
+            Stage::Finished(result) => Some(result),
+            _ => None,
+        }
+    }
+}
+
 /// Writes `Consumed` over a stage that was just dropped in place, also while unwinding from
 /// that drop, so that nothing drops it a second time.
 struct ConsumeOnDrop<F: Future>(*mut Stage<F>);
@@ -465,14 +676,14 @@ impl Trailer {
 /// # Safety
 ///
 /// As [`RawTask::poll`].
-unsafe fn poll<F, S>(ptr: NonNull<Header>) -> bool
+unsafe fn poll<F, S>(ptr: NonNull<Header>, poller: &Poller<'_>) -> bool
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: Schedule,
 {
     // SAFETY: invariant 1 (the cast) and invariant 2 (the caller's reference).
-    unsafe { Harness::<F, S>::from_cell(ptr.cast()) }.poll()
+    unsafe { Harness::<F, S>::from_cell(ptr.cast()) }.poll(poller)
 }
 
 /// # Safety

@@ -16,6 +16,7 @@ use super::error::JoinError;
 use super::join::JoinHandle;
 use super::notified::{new_task, Notified, Schedule};
 use super::raw::LIVE_TASKS;
+use super::raw::{Identity, Origin};
 use crate::sync::atomic::*;
 use crate::sync::{lock, Arc, AtomicBool, AtomicUsize, Mutex, MutexGuard};
 
@@ -66,8 +67,7 @@ impl Runtime {
             queue: self.queue.clone(),
             freed: self.freed.clone(),
         };
-        let (notified, handle) = new_task(future, sched, 7);
-        assert_eq!(notified.owner_id(), 7);
+        let (notified, handle) = new_task(future, sched, Identity::new(Origin::caller(), 0, false));
         lock(&self.queue).push_back(notified);
         handle
     }
@@ -676,4 +676,39 @@ fn stress_wakes_from_four_threads() {
     // The futures' stored wakers are gone with them; the cells hold the last clones.
     drop(cells);
     assert_eq!((rt.freed(), live_tasks()), (TASKS, 0));
+}
+
+/// The header's size on 64-bit targets: 56 bytes, before task identity and with it (raw.rs,
+/// `Header`, says why it must not grow).
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn header_size() {
+    assert_eq!(std::mem::size_of::<super::raw::Header>(), 56);
+}
+
+/// An identity keeps the location it was given, and its name and counters when asked.
+#[test]
+fn identity_origin_round_trips() {
+    let here = std::panic::Location::caller();
+    let plain = Identity::new(Origin::caller(), 0, false);
+    assert!(plain.insight().is_none());
+    assert_eq!(plain.name(), None);
+    assert_eq!(
+        (plain.location().file(), plain.location().line()),
+        (file!(), here.line() + 1)
+    );
+    let named = Identity::new(
+        Origin {
+            location: here,
+            name: Some("n".to_owned()),
+        },
+        5,
+        false,
+    );
+    assert_eq!((named.name(), named.location()), (Some("n"), here));
+    assert_eq!(named.insight().unwrap().spawned_ns, 5);
+    let counted = Identity::new(Origin::caller(), 7, true);
+    assert_eq!(counted.name(), None);
+    assert_eq!(counted.insight().unwrap().spawned_ns, 7);
+    assert_ne!(plain.id, named.id);
 }

@@ -210,7 +210,8 @@ impl<'w> IdleLoop<'w> {
         } else {
             registry.sleep.park(worker.index, timeout)
         };
-        counters.end_park(|| registry.uptime_ns());
+        let now = counters.end_park(|| registry.uptime_ns());
+        worker.tasks.clock_ns.set(now);
         worker.trace_event(Kind::Unpark, 0);
         bump(&counters.unparks);
         self.woken = true;

@@ -373,6 +373,7 @@ pub(crate) fn run(seed: WorkerSeed) {
         victims_near,
         victims_far,
         timed_polls: seed.registry.poll_time_histogram
+            || seed.registry.task_insight
             || (trace.is_some() && cfg!(not(magpie_no_trace))),
         trace,
         index: seed.index,
@@ -394,6 +395,8 @@ pub(crate) fn run(seed: WorkerSeed) {
             polled: Cell::new(0),
             local_scheduled: Cell::new(0),
             lifo_hits: Cell::new(0),
+            clock_ns: Cell::new(0),
+            ids: Cell::new((0, 0)),
         },
     };
     set(&worker.counters.interval, u64::from(INITIAL_INTERVAL));

@@ -10,8 +10,10 @@ use crate::queue::local::{self, Overflow};
 use crate::runtime::registry::{Registry, Task};
 use crate::stats::trace::Kind;
 use crate::stats::{add, bump, histogram_bucket, set, WorkerCounters};
+use crate::sync::atomic::Relaxed;
 use crate::sync::StatAtomicU64;
 use crate::task::coop;
+use crate::task::harness::Poller;
 use crate::task::raw::Header;
 
 use super::WorkerThread;
@@ -65,6 +67,13 @@ pub(super) struct TaskState {
     pub(super) polled: Cell<u64>,
     pub(super) local_scheduled: Cell<u64>,
     pub(super) lifo_hits: Cell<u64>,
+    /// The worker's last reading of the runtime's clock (ns since it was built), taken at
+    /// maintenance, at the end of a park and at each timed poll: the spawn time of the tasks
+    /// it spawns and the start of the untimed polls it runs (ARCHITECTURE.md, "Task identity
+    /// and the live-task dump"), so that neither reads the clock.
+    pub(super) clock_ns: Cell<u64>,
+    /// This worker's block of task ids (`task/id.rs`): the next and the end.
+    pub(super) ids: Cell<(u64, u64)>,
 }
 
 /// Adds one to a worker-local count (see `TaskState::polled`).
@@ -239,12 +248,41 @@ impl WorkerThread {
         if self.timed_polls {
             self.run_task_timed(task);
         } else {
+            let poller = Poller {
+                polling: Some(&self.counters.polling),
+                start_ns: state.clock_ns.get(),
+                clock: None,
+                end_ns: Cell::new(0),
+            };
             // The harness catches every panic of user code.
             // A completed task was counted by `Registry::release`, before it left the live
             // list.
-            let _completed = coop::with_budget(|| task.run());
+            let _completed = coop::with_budget(|| task.run_on(&poller));
         }
         state.in_task.set(false);
+    }
+
+    /// The task this worker is polling, if it is polling one (its `polling` word).
+    #[inline]
+    pub(crate) fn polling_task(&self) -> Option<&Header> {
+        // Relaxed: the worker's own word, written by this thread (the caller is on it).
+        let address = self.counters.polling.load(Relaxed) as usize as *const Header;
+        // SAFETY: a nonzero word is the header of the task this thread is polling now (the
+        // harness sets it at the poll's start and clears it before the poll's reference
+        // can go), and the caller runs inside that poll, on this thread.
+        unsafe { address.as_ref() }
+    }
+
+    /// A new task id, from this worker's block (`task/id.rs`).
+    #[inline]
+    pub(crate) fn next_task_id(&self) -> crate::task::Id {
+        crate::task::Id::next_from(&self.tasks.ids)
+    }
+
+    /// The worker's last clock reading (see `TaskState::clock_ns`).
+    #[inline]
+    pub(crate) fn clock_ns(&self) -> u64 {
+        self.tasks.clock_ns.get()
     }
 
     /// `run_task` with the poll timed, for the histogram and the trace.
@@ -256,8 +294,20 @@ impl WorkerThread {
         if let Some(trace) = self.tracer() {
             trace.record(start, Kind::PollStart, id);
         }
-        let _completed = coop::with_budget(|| task.run());
-        let end = self.registry.uptime_ns();
+        // The harness reads the clock when `poll` returns (before the task can move on to
+        // another poller), records the poll's time in the task, and leaves the reading here.
+        let registry = &*self.registry;
+        let clock = || registry.uptime_ns();
+        let poller = Poller {
+            polling: Some(&self.counters.polling),
+            start_ns: start,
+            clock: Some(&clock),
+            end_ns: Cell::new(start),
+        };
+        let _completed = coop::with_budget(|| task.run_on(&poller));
+        // A task cancelled before its poll was not timed: the end is the start, or later.
+        let end = poller.end_ns.get().max(start);
+        self.tasks.clock_ns.set(end);
         if let Some(trace) = self.tracer() {
             trace.record(end, Kind::PollEnd, id);
         }
@@ -317,6 +367,13 @@ impl WorkerThread {
             set(&self.counters.mean_task_ns, mean as u64);
         }
         state.batch_start.set(Some(now));
+        state.clock_ns.set(
+            u64::try_from(
+                now.saturating_duration_since(self.registry.started)
+                    .as_nanos(),
+            )
+            .unwrap_or(u64::MAX),
+        );
         state.batch_tasks.set(0);
         state.countdown.set(state.interval.get());
         self.poll_drivers(now);
