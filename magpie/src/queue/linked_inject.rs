@@ -67,9 +67,10 @@
 //! (`runtime/loom_runtime.rs`) exceed loom's branch limit with the subtraction after the
 //! unlock, loom letting a Relaxed load return the older count again and again.
 //!
-//! Why the recheck still sees every push. The increment is a store of the push, made before
-//! the `notify_task` that follows every push (R1: the light barrier, then a load of the sleep
-//! state). Suppose a worker's recheck (R2's heavy barrier, then a load of `len`) reads 0 while
+//! Why the recheck still sees every push. The increment is a SeqCst read-modify-write of
+//! the push, made before the notification that follows every push (R1: a SeqCst load of the
+//! sleep state, `Sleep::notify_task_after_seqcst_push`; the pair behaves as the light
+//! barrier's store–barrier–load does, and needs no fence, see sleep/README.md, R2'). Suppose a worker's recheck (R2's heavy barrier, then a load of `len`) reads 0 while
 //! node J is queued. The value it read then leaves out the increment of some push that
 //! published a node: J's own, or that of a node a consumer has already subtracted. That
 //! increment comes after the read, so by the barrier pair that push's load of the sleep state
@@ -337,10 +338,13 @@ impl<T: Linked> LinkedInject<T> {
                 Err(actual) => top = actual,
             }
         }
-        // Counted once reachable (invariant 4; module docs, "The length"). Relaxed: the
-        // count orders nothing for a consumer (the CAS does); for the sleep protocol, the
-        // barrier in the caller's `notify_task`, after this, orders it.
-        self.shared.len.fetch_add(count, Relaxed);
+        // Counted once reachable (invariant 4; module docs, "The length"). The count orders
+        // nothing for a consumer (the CAS does). SeqCst for the sleep protocol: this is the
+        // store a parking worker's recheck reads, and a SeqCst RMW here followed by the
+        // SeqCst load of the sleep state in `Sleep::notify_task_after_seqcst_push` pairs
+        // with the parker's SeqCst decrement and fence with no fence of our own (R2' in
+        // sleep/README.md). The same instruction as Relaxed on x86.
+        self.shared.len.fetch_add(count, SeqCst);
         true
     }
 

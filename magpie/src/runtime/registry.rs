@@ -341,7 +341,8 @@ impl Registry {
             // a remote push that wakes nobody, which `shuttle_outside_wake_into_parked_pool`
             // must report as a deadlock.
             Ok(()) if cfg!(magpie_shuttle_broken) => {}
-            Ok(()) => self.sleep.notify_task_outside(),
+            // The push counted the task with a SeqCst RMW (`LinkedInject::push`).
+            Ok(()) => self.sleep.notify_task_after_seqcst_push(),
             // SAFETY: the refused pointer is the Notified we just gave up.
             Err(ptr) => unsafe { Task::from_header(ptr) }.shutdown(),
         }

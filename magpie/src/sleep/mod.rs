@@ -223,6 +223,26 @@ impl Sleep {
         }
     }
 
+    /// [`Sleep::notify_task_outside`] for a publisher whose publication was a SeqCst
+    /// read-modify-write of the very word a parker's recheck reads (the task inject queue's
+    /// count, `queue/linked_inject.rs`): a SeqCst load of the state then suffices, without
+    /// a fence. By the C++ rules for SeqCst operations and fences, either the parker's fence
+    /// comes first in the single total order, and our load sees its decrement, or our RMW
+    /// does, and its recheck after the fence sees our count (R2' in README.md). On x86 this
+    /// is one plain load, where the fence would be an `mfence` on every remote spawn.
+    pub(crate) fn notify_task_after_seqcst_push(&self) {
+        // loom models SeqCst loads and RMWs as AcqRel (a documented limitation), which would
+        // make it report lost wakeups this pairing rules out; its SeqCst fences are exact.
+        if cfg!(loom) {
+            fence(SeqCst);
+        }
+        // SeqCst: see above; pairs with the SeqCst decrement and fence in `register_parked`.
+        let state = self.state.load(SeqCst);
+        if state != self.saturated_state() {
+            self.notify_task_cold(IdleState(state));
+        }
+    }
+
     #[cold]
     fn notify_work_cold(&self, state: IdleState) {
         if state.searching() == 0 && state.unparked() < self.num_workers {
