@@ -874,6 +874,49 @@ mod tests {
     }
 
     #[test]
+    fn compensation_counts_against_the_maximum_and_the_trace_memory() {
+        let err = Runtime::start(
+            Builder::new()
+                .worker_threads(2)
+                .max_workers(3)
+                .max_compensation_workers(MAX_WORKERS - 2),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BuildError::TooManyCompensationWorkers {
+                    workers: 3,
+                    compensation
+                } if compensation == MAX_WORKERS - 2
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "3 workers and 65534 compensation workers requested; at most 65536 in all are \
+             supported"
+        );
+        // No overflow at the extreme.
+        assert!(matches!(
+            Runtime::start(Builder::new().worker_threads(1).max_compensation_workers(usize::MAX)),
+            Err(BuildError::TooManyCompensationWorkers { .. })
+        ));
+        // Each compensation slot has a trace ring too: 4,096 default rings are the most.
+        let traced = |workers, compensation| {
+            Builder::new()
+                .worker_threads(workers)
+                .max_compensation_workers(compensation)
+                .trace(true)
+        };
+        assert!(traced(4095, 1).checked_trace_capacity().is_ok());
+        assert!(matches!(
+            traced(4095, 2).checked_trace_capacity(),
+            Err(BuildError::TraceMemoryTooLarge { workers: 4097, .. })
+        ));
+    }
+
+    #[test]
     fn worker_threads_from_the_environment() {
         for (value, expected) in [
             ("3", Some(3)),
