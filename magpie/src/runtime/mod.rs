@@ -860,7 +860,10 @@ pub fn default_runtime() -> &'static Runtime {
     global::runtime()
 }
 
-/// The index of the worker running the calling thread, or `None` off the pool.
+/// The index of the worker running the calling thread, or `None` off the pool. Below
+/// [`Runtime::num_workers`], except on a compensation worker
+/// ([`Builder::max_compensation_workers`]), whose index comes after the ordinary workers'
+/// (its entry in [`Stats::workers`](crate::Stats::workers)).
 ///
 /// # Examples
 ///
@@ -877,7 +880,9 @@ pub fn current_worker_index() -> Option<usize> {
 
 /// The number of workers of the runtime that [`join`](crate::join) would use from here: the
 /// current worker's runtime, else the runtime whose `block_on` runs on this thread, else the
-/// global one.
+/// global one. As [`Runtime::num_workers`], compensation workers are not counted, so the
+/// parallel iterators, which split their work by this count, split the same whether the
+/// stall monitor has started any or not.
 ///
 /// # Examples
 ///
