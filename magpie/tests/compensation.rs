@@ -41,7 +41,9 @@ impl Blocker {
         let (started, on) = mpsc::channel();
         let (release, wait) = mpsc::channel::<()>();
         let handle = rt.submit(move || {
-            started.send(magpie::current_worker_index().unwrap()).unwrap();
+            started
+                .send(magpie::current_worker_index().unwrap())
+                .unwrap();
             let _ = wait.recv();
         });
         let worker = on.recv_timeout(WAIT).expect("the blocker never started");
@@ -64,7 +66,10 @@ fn submit_reporting(rt: &Runtime, n: usize) -> (Vec<JoinHandle<()>>, Receiver<(u
     let handles = (0..n)
         .map(|i| {
             let tx = tx.clone();
-            rt.submit(move || tx.send((i, magpie::current_worker_index().unwrap())).unwrap())
+            rt.submit(move || {
+                tx.send((i, magpie::current_worker_index().unwrap()))
+                    .unwrap()
+            })
         })
         .collect();
     (handles, rx)
@@ -112,7 +117,10 @@ fn queued_tasks_run_on_a_compensation_worker_while_the_only_worker_is_blocked() 
     let extra = &stats.workers[1];
     assert!(extra.compensation && extra.active);
     assert!(!stats.workers[0].compensation);
-    assert_eq!((extra.tasks_executed, stats.workers[0].tasks_executed), (20, 0));
+    assert_eq!(
+        (extra.tasks_executed, stats.workers[0].tasks_executed),
+        (20, 0)
+    );
     assert_eq!(
         (
             stats.active_workers,
@@ -123,7 +131,12 @@ fn queued_tasks_run_on_a_compensation_worker_while_the_only_worker_is_blocked() 
     );
     // The user-facing counts and the iterators' splitting do not see it, on it either.
     assert_eq!(rt.num_workers(), 1);
-    let on_extra = rt.submit(|| (magpie::current_worker_index(), magpie::current_num_workers()));
+    let on_extra = rt.submit(|| {
+        (
+            magpie::current_worker_index(),
+            magpie::current_num_workers(),
+        )
+    });
     assert_eq!(on_extra.join().unwrap(), (Some(1), 1));
 
     // Retire it while it runs a task: it finishes that task, then takes no more.
@@ -230,7 +243,8 @@ fn set_active_workers_leaves_running_compensation_workers_alone() {
     assert_eq!(workers_of(&rx, 10), [3; 10]);
     join_all(handles);
 
-    let flags = |rt: &Runtime| -> Vec<bool> { rt.stats().workers.iter().map(|w| w.active).collect() };
+    let flags =
+        |rt: &Runtime| -> Vec<bool> { rt.stats().workers.iter().map(|w| w.active).collect() };
     rt.set_active_workers(3).unwrap();
     assert_eq!(flags(&rt), [true, true, true, true]);
     // Worker 0 is still blocked: the others run these.

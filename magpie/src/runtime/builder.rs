@@ -899,7 +899,11 @@ mod tests {
         );
         // No overflow at the extreme.
         assert!(matches!(
-            Runtime::start(Builder::new().worker_threads(1).max_compensation_workers(usize::MAX)),
+            Runtime::start(
+                Builder::new()
+                    .worker_threads(1)
+                    .max_compensation_workers(usize::MAX)
+            ),
             Err(BuildError::TooManyCompensationWorkers { .. })
         ));
         // Each compensation slot has a trace ring too: 4,096 default rings are the most.

@@ -131,10 +131,7 @@ impl Registry {
             if on >= comp.max {
                 return false;
             }
-            match comp
-                .on
-                .compare_exchange_weak(on, on + 1, Relaxed, Relaxed)
-            {
+            match comp.on.compare_exchange_weak(on, on + 1, Relaxed, Relaxed) {
                 Ok(_) => break,
                 Err(now) => on = now,
             }
