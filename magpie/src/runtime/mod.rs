@@ -304,6 +304,13 @@ impl Runtime {
     /// How many more compensation workers could start now (see
     /// [`Builder::max_compensation_workers`]). For the stall monitor and for tests; not a
     /// stable API.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).max_compensation_workers(2).build().unwrap();
+    /// assert_eq!(rt.__compensation_available(), 2);
+    /// ```
     #[doc(hidden)]
     pub fn __compensation_available(&self) -> usize {
         self.registry.compensation_available()
@@ -312,6 +319,15 @@ impl Runtime {
     /// Switches one compensation worker on, as the stall monitor does when every worker is
     /// stalled; false if none is left or the runtime is shutting down. For tests; not a
     /// stable API.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).max_compensation_workers(1).build().unwrap();
+    /// assert!(rt.__start_compensation_worker());
+    /// assert!(!rt.__start_compensation_worker()); // none left
+    /// assert_eq!(rt.stats().compensation_workers_active, 1);
+    /// ```
     #[doc(hidden)]
     pub fn __start_compensation_worker(&self) -> bool {
         self.registry.start_compensation_worker()
@@ -319,6 +335,17 @@ impl Runtime {
 
     /// Switches every compensation worker off, as the stall monitor does when the stall
     /// ends. For tests; not a stable API.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).max_compensation_workers(1).build().unwrap();
+    /// assert!(rt.__start_compensation_worker());
+    /// rt.__retire_compensation_workers();
+    /// let stats = rt.stats();
+    /// assert_eq!((stats.compensation_workers_active, stats.compensation_workers_started), (0, 1));
+    /// assert!(!stats.workers[1].active);
+    /// ```
     #[doc(hidden)]
     pub fn __retire_compensation_workers(&self) {
         self.registry.retire_compensation_workers();
