@@ -80,9 +80,12 @@ pub(crate) fn run(args: &DemoArgs, out: &mut impl Write) -> Result<(), Failure> 
     );
     let heavy_count = scenario.heavy.len();
     let ideal = scenario.total_work() / workers as u32;
-    // Which worker ran each heavy task: the live view cannot tell heavy from light.
+    // Which worker ran each heavy task: the live view cannot tell heavy from light. One
+    // entry per entry of `stats().workers`, not per `num_workers()`: a runtime with
+    // compensation workers lists (and runs tasks on) slots beyond the ordinary workers.
+    let slots = rt.stats().workers.len();
     let heavy_by_worker: Arc<Vec<AtomicU64>> =
-        Arc::new((0..workers).map(|_| AtomicU64::new(0)).collect());
+        Arc::new((0..slots).map(|_| AtomicU64::new(0)).collect());
 
     if !args.common.json {
         writeln!(

@@ -55,6 +55,28 @@ fn dropping_runtimes_leaves_no_threads_behind() {
     }
     assert_thread_count_returns_to(before, "after idle and busy runtimes");
 
+    // Compensation slots are threads too, started with the runtime: all are joined, whether
+    // they were switched on, retired, or neither.
+    for i in 0..20 {
+        let rt = Runtime::builder()
+            .worker_threads(1)
+            .max_compensation_workers(2)
+            .build()
+            .unwrap();
+        if i == 0 {
+            assert_eq!(thread_count(), before + 3);
+        }
+        if i % 2 == 0 {
+            assert!(rt.__start_compensation_worker());
+        }
+        if i % 4 == 0 {
+            rt.__retire_compensation_workers();
+        }
+        assert_eq!(rt.install(|| magpie::join(|| 1, || 2)), (1, 2));
+        drop(rt);
+    }
+    assert_thread_count_returns_to(before, "after runtimes with compensation workers");
+
     // A runtime dropped on a worker of another runtime joins its threads from there.
     let outer = Runtime::builder().worker_threads(2).build().unwrap();
     for _ in 0..20 {

@@ -62,6 +62,7 @@ pub struct Builder {
     pub(super) max_blocking_threads: Option<usize>,
     pub(super) blocking_keep_alive: Option<Duration>,
     pub(super) max_workers: Option<usize>,
+    pub(super) max_compensation_workers: usize,
     pub(super) steal_groups: Option<usize>,
     pub(super) trace: Option<bool>,
     pub(super) trace_capacity: Option<usize>,
@@ -191,6 +192,48 @@ impl Builder {
     /// ```
     pub fn max_workers(mut self, count: usize) -> Builder {
         self.max_workers = Some(count);
+        self
+    }
+
+    /// Lets the runtime start up to `count` extra *compensation workers* while every worker
+    /// is stalled (stuck in one poll or job for longer than the stall threshold), for as
+    /// long as the stall lasts; they stop taking work when it ends. Go's scheduler does the
+    /// same when a thread blocks in a system call, and .NET's thread pool when its threads
+    /// block. Default 0: off.
+    ///
+    /// The runtime starts a thread for each of them when it is built, switched off (parked,
+    /// taking no work), so that none has to be created when a stall is under way.
+    /// Compensation workers are not counted by [`Runtime::num_workers`] nor
+    /// [`Runtime::active_workers`], and [`Runtime::set_active_workers`] does not reach them;
+    /// [`Runtime::stats`] lists them after the ordinary workers, each with
+    /// [`WorkerStats::compensation`](crate::WorkerStats::compensation) set, and
+    /// [`Stats::compensation_workers_active`](crate::Stats::compensation_workers_active) and
+    /// [`Stats::compensation_workers_started`](crate::Stats::compensation_workers_started)
+    /// count them. Ordinary workers plus compensation workers beyond [`MAX_WORKERS`] make
+    /// [`Builder::build`] fail with [`BuildError::TooManyCompensationWorkers`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(2)
+    ///     .max_compensation_workers(1)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!((rt.num_workers(), rt.active_workers()), (2, 2));
+    /// let stats = rt.stats();
+    /// assert!(stats.workers[2].compensation && !stats.workers[2].active);
+    /// assert_eq!(stats.compensation_workers_active, 0);
+    ///
+    /// let err = magpie::Runtime::builder()
+    ///     .worker_threads(2)
+    ///     .max_compensation_workers(magpie::MAX_WORKERS)
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert!(matches!(err, magpie::BuildError::TooManyCompensationWorkers { .. }));
+    /// ```
+    pub fn max_compensation_workers(mut self, count: usize) -> Builder {
+        self.max_compensation_workers = count;
         self
     }
 
@@ -463,7 +506,7 @@ impl Builder {
     /// # Errors
     ///
     /// [`BuildError::ZeroWorkers`] or [`BuildError::TooManyWorkers`] for a bad worker
-    /// count, [`BuildError::WorkerThreadsEnvTooLarge`] for a `MAGPIE_WORKER_THREADS` above
+    /// count, [`BuildError::TooManyCompensationWorkers`] for too many compensation workers, [`BuildError::WorkerThreadsEnvTooLarge`] for a `MAGPIE_WORKER_THREADS` above
     /// [`MAX_WORKERS`]; [`BuildError::MaxWorkersBelowWorkers`],
     /// [`BuildError::InvalidStealGroups`], [`BuildError::ZeroBlockingThreads`],
     /// [`BuildError::InvalidStackSize`], [`BuildError::InvalidTraceCapacity`] and
@@ -528,11 +571,14 @@ impl Builder {
             }
         }
         if self.resolved_trace() {
-            // A ring per worker, active or not, rounded as `TraceBuffer::new` rounds it.
+            // A ring per worker, active or not, compensation slots included, rounded as
+            // `TraceBuffer::new` rounds it. Run after the worker counts were checked, so
+            // the sum does not overflow.
             let workers = self
                 .max_workers
                 .unwrap_or(0)
-                .max(self.resolved_worker_threads());
+                .max(self.resolved_worker_threads())
+                + self.max_compensation_workers;
             let events_per_worker = self
                 .trace_capacity
                 .unwrap_or(crate::stats::trace::DEFAULT_CAPACITY)
@@ -646,6 +692,14 @@ pub enum BuildError {
         /// The maximum asked for.
         max: usize,
     },
+    /// [`Builder::max_compensation_workers`] plus the ordinary workers (the maximum, with
+    /// [`Builder::max_workers`]) is more than [`MAX_WORKERS`].
+    TooManyCompensationWorkers {
+        /// The ordinary workers.
+        workers: usize,
+        /// The compensation workers asked for.
+        compensation: usize,
+    },
     /// [`Builder::steal_groups`] outside 1 to the number of workers.
     InvalidStealGroups {
         /// The group count asked for.
@@ -720,6 +774,14 @@ impl fmt::Display for BuildError {
             BuildError::MaxWorkersBelowWorkers { workers, max } => write!(
                 f,
                 "max_workers({max}) is below the {workers} worker threads"
+            ),
+            BuildError::TooManyCompensationWorkers {
+                workers,
+                compensation,
+            } => write!(
+                f,
+                "{workers} workers and {compensation} compensation workers requested; at most \
+                 {MAX_WORKERS} in all are supported"
             ),
             BuildError::InvalidStealGroups { groups, workers } => write!(
                 f,
@@ -809,6 +871,53 @@ mod tests {
             .trace(false)
             .checked_trace_capacity()
             .is_ok());
+    }
+
+    #[test]
+    fn compensation_counts_against_the_maximum_and_the_trace_memory() {
+        let err = Runtime::start(
+            Builder::new()
+                .worker_threads(2)
+                .max_workers(3)
+                .max_compensation_workers(MAX_WORKERS - 2),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BuildError::TooManyCompensationWorkers {
+                    workers: 3,
+                    compensation
+                } if compensation == MAX_WORKERS - 2
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "3 workers and 65534 compensation workers requested; at most 65536 in all are \
+             supported"
+        );
+        // No overflow at the extreme.
+        assert!(matches!(
+            Runtime::start(
+                Builder::new()
+                    .worker_threads(1)
+                    .max_compensation_workers(usize::MAX)
+            ),
+            Err(BuildError::TooManyCompensationWorkers { .. })
+        ));
+        // Each compensation slot has a trace ring too: 4,096 default rings are the most.
+        let traced = |workers, compensation| {
+            Builder::new()
+                .worker_threads(workers)
+                .max_compensation_workers(compensation)
+                .trace(true)
+        };
+        assert!(traced(4095, 1).checked_trace_capacity().is_ok());
+        assert!(matches!(
+            traced(4095, 2).checked_trace_capacity(),
+            Err(BuildError::TraceMemoryTooLarge { workers: 4097, .. })
+        ));
     }
 
     #[test]

@@ -28,6 +28,7 @@ impl Runtime {
         let uptime_ns = registry.uptime_ns();
         let clock = || registry.uptime_ns();
         let active = registry.active_workers();
+        let compensation_on = registry.compensation.on();
         Stats {
             workers: registry
                 .counters
@@ -40,7 +41,14 @@ impl Runtime {
                         mailbox_depth: slots.mailbox.len(),
                         clock: &clock,
                         steal_group: registry.groups.of(index),
-                        active: index < active,
+                        // Each slot's own count, as the workers read them (read once
+                        // above, so the flags agree with the counts below).
+                        active: if registry.is_compensation(index) {
+                            index - registry.num_workers() < compensation_on
+                        } else {
+                            index < active
+                        },
+                        compensation: registry.is_compensation(index),
                     })
                 })
                 .collect(),
@@ -52,6 +60,8 @@ impl Runtime {
             blocking_queue_depth: registry.blocking.queue_depth() as u64,
             blocking_idle_threads: registry.blocking.idle_threads() as u64,
             active_workers: active as u64,
+            compensation_workers_active: compensation_on as u64,
+            compensation_workers_started: registry.compensation.started(),
             steal_groups: registry.groups.count() as u64,
             // Relaxed: statistics.
             tasks_spawned_remote: registry.tasks_spawned_remote.load(Relaxed),
@@ -83,7 +93,10 @@ impl Runtime {
         self.registry.sleep.barrier().mode()
     }
 
-    /// The number of workers taking work now.
+    /// The number of ordinary workers taking work now (set by
+    /// [`Runtime::set_active_workers`]); compensation workers
+    /// ([`Builder::max_compensation_workers`](crate::Builder::max_compensation_workers)) are
+    /// counted apart, in [`Stats::compensation_workers_active`].
     ///
     /// # Examples
     ///
@@ -103,7 +116,9 @@ impl Runtime {
     /// find them, and park until it is needed again: no task is lost or run twice. A
     /// `submit_to` naming a parked worker queues the closure for any active worker.
     /// Growing wakes the workers that become active. The call returns at once; the change
-    /// takes effect on each worker at its next unit of work.
+    /// takes effect on each worker at its next unit of work. Compensation workers
+    /// ([`Builder::max_compensation_workers`](crate::Builder::max_compensation_workers)) are
+    /// neither counted nor touched: those running go on running.
     ///
     /// # Errors
     ///

@@ -4,6 +4,7 @@ pub(crate) mod block_in_place;
 pub(crate) mod block_on;
 mod blocking;
 mod builder;
+mod compensation;
 pub(crate) mod context;
 mod control;
 pub(crate) mod global;
@@ -131,25 +132,43 @@ impl Runtime {
         if active == 0 {
             return Err(BuildError::ZeroWorkers);
         }
-        let n = builder.max_workers.unwrap_or(active);
-        if n.max(active) > MAX_WORKERS {
+        let ordinary = builder.max_workers.unwrap_or(active);
+        if ordinary.max(active) > MAX_WORKERS {
             return Err(BuildError::TooManyWorkers {
-                requested: n.max(active),
+                requested: ordinary.max(active),
             });
         }
-        if n < active {
+        if ordinary < active {
             return Err(BuildError::MaxWorkersBelowWorkers {
                 workers: active,
-                max: n,
+                max: ordinary,
             });
         }
+        // The compensation slots come after the ordinary workers; every per-worker array
+        // has a slot for each (compensation.rs). `ordinary` is at most `MAX_WORKERS` here,
+        // so the sum cannot overflow.
+        let compensation = builder.max_compensation_workers;
+        if compensation > MAX_WORKERS - ordinary {
+            return Err(BuildError::TooManyCompensationWorkers {
+                workers: ordinary,
+                compensation,
+            });
+        }
+        let n = ordinary + compensation;
+        // Groups are chosen for the ordinary workers, so that compensation changes neither
+        // their groups nor the validation of `steal_groups`; the compensation slots then
+        // join the groups in turn.
         let groups = match builder.steal_groups {
-            Some(groups) if groups == 0 || groups > n => {
-                return Err(BuildError::InvalidStealGroups { groups, workers: n });
+            Some(groups) if groups == 0 || groups > ordinary => {
+                return Err(BuildError::InvalidStealGroups {
+                    groups,
+                    workers: ordinary,
+                });
             }
-            Some(groups) => topology::Groups::even(n, groups),
-            None => topology::Groups::from_machine(n),
-        };
+            Some(groups) => topology::Groups::even(ordinary, groups),
+            None => topology::Groups::from_machine(ordinary),
+        }
+        .with_extra(compensation);
         let name = builder.thread_name.as_deref().unwrap_or("magpie-worker");
         if name.contains('\0') {
             return Err(BuildError::InvalidThreadName);
@@ -179,6 +198,7 @@ impl Runtime {
         );
         let options = registry::Options {
             active,
+            compensation,
             groups,
             trace_capacity: builder
                 .resolved_trace()
@@ -260,9 +280,75 @@ impl Runtime {
         })
     }
 
-    /// The number of worker threads, active or not (see [`Runtime::active_workers`]).
+    /// The number of worker threads, active or not (see [`Runtime::active_workers`]), as
+    /// [`Builder::max_workers`] (else [`Builder::worker_threads`]) set it. Compensation
+    /// workers ([`Builder::max_compensation_workers`]) are not counted: they stand in for
+    /// stalled workers for a while, and the parallel iterators, which split their work by
+    /// this count ([`current_num_workers`]), split the same with or without them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(2)
+    ///     .max_compensation_workers(2)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(rt.num_workers(), 2);
+    /// assert_eq!(rt.stats().workers.len(), 4); // the compensation slots are listed there
+    /// ```
     pub fn num_workers(&self) -> usize {
         self.registry.num_workers()
+    }
+
+    /// How many more compensation workers could start now (see
+    /// [`Builder::max_compensation_workers`]). For the stall monitor and for tests; not a
+    /// stable API.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).max_compensation_workers(2).build().unwrap();
+    /// assert_eq!(rt.__compensation_available(), 2);
+    /// ```
+    #[doc(hidden)]
+    pub fn __compensation_available(&self) -> usize {
+        self.registry.compensation_available()
+    }
+
+    /// Switches one compensation worker on, as the stall monitor does when every worker is
+    /// stalled; false if none is left or the runtime is shutting down. For tests; not a
+    /// stable API.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).max_compensation_workers(1).build().unwrap();
+    /// assert!(rt.__start_compensation_worker());
+    /// assert!(!rt.__start_compensation_worker()); // none left
+    /// assert_eq!(rt.stats().compensation_workers_active, 1);
+    /// ```
+    #[doc(hidden)]
+    pub fn __start_compensation_worker(&self) -> bool {
+        self.registry.start_compensation_worker()
+    }
+
+    /// Switches every compensation worker off, as the stall monitor does when the stall
+    /// ends. For tests; not a stable API.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).max_compensation_workers(1).build().unwrap();
+    /// assert!(rt.__start_compensation_worker());
+    /// rt.__retire_compensation_workers();
+    /// let stats = rt.stats();
+    /// assert_eq!((stats.compensation_workers_active, stats.compensation_workers_started), (0, 1));
+    /// assert!(!stats.workers[1].active);
+    /// ```
+    #[doc(hidden)]
+    pub fn __retire_compensation_workers(&self) {
+        self.registry.retire_compensation_workers();
     }
 
     /// Runs `op` on one of this runtime's workers and returns its result.
@@ -801,7 +887,10 @@ pub fn default_runtime() -> &'static Runtime {
     global::runtime()
 }
 
-/// The index of the worker running the calling thread, or `None` off the pool.
+/// The index of the worker running the calling thread, or `None` off the pool. Below
+/// [`Runtime::num_workers`], except on a compensation worker
+/// ([`Builder::max_compensation_workers`]), whose index comes after the ordinary workers'
+/// (its entry in [`Stats::workers`](crate::Stats::workers)).
 ///
 /// # Examples
 ///
@@ -818,7 +907,9 @@ pub fn current_worker_index() -> Option<usize> {
 
 /// The number of workers of the runtime that [`join`](crate::join) would use from here: the
 /// current worker's runtime, else the runtime whose `block_on` runs on this thread, else the
-/// global one.
+/// global one. As [`Runtime::num_workers`], compensation workers are not counted, so the
+/// parallel iterators, which split their work by this count, split the same whether the
+/// stall monitor has started any or not.
 ///
 /// # Examples
 ///

@@ -26,6 +26,7 @@ use crate::util::CachePadded;
 use std::sync::Arc;
 
 use super::blocking::BlockingPool;
+use super::compensation::Compensation;
 use super::idle_wait::IdleWait;
 use super::task_hooks::TaskHooks;
 use super::topology::Groups;
@@ -82,9 +83,16 @@ pub(crate) struct Registry {
     pub(crate) idle_wait: IdleWait,
     /// Seeds the two random choices of `spawn_balanced` on threads outside the pool.
     balance_seed: AtomicUsize,
-    /// Workers `0..active` take work; the others are parked (`Runtime::set_active_workers`).
-    /// Read by every worker once per unit of work, written rarely: a line of its own.
+    /// The ordinary workers, `0..ordinary` (`Builder::max_workers`, else the worker
+    /// threads): what `Runtime::num_workers` counts and the parallel iterators split for.
+    /// The compensation slots come after them (`compensation.rs`).
+    ordinary: usize,
+    /// Ordinary workers `0..active` take work; the others are parked
+    /// (`Runtime::set_active_workers`). Read by every ordinary worker once per unit of work,
+    /// written rarely: a line of its own.
     active: CachePadded<AtomicUsize>,
+    /// The compensation slots `ordinary..` and how many of them are switched on.
+    pub(super) compensation: Compensation,
     /// The steal groups.
     pub(crate) groups: Groups,
     /// One event ring per worker when tracing is on.
@@ -126,6 +134,9 @@ unsafe impl Sync for Registry {}
 #[derive(Debug)]
 pub(crate) struct Options {
     pub(crate) active: usize,
+    /// Compensation slots (`Builder::max_compensation_workers`): the last this many of the
+    /// workers.
+    pub(crate) compensation: usize,
     pub(crate) groups: Groups,
     /// Events per worker ring, if tracing is on.
     pub(crate) trace_capacity: Option<usize>,
@@ -145,7 +156,9 @@ impl Registry {
         options: Options,
         #[cfg(not(loom))] io: crate::io::IoDriver,
     ) -> Registry {
+        // Every slot, ordinary and compensation: the arrays below are fixed-size.
         let n = stealers.len();
+        let ordinary = n - options.compensation;
         #[cfg(not(loom))]
         let driver_unpark: Option<crate::sleep::DriverUnpark> = {
             let handle = io.handle().clone();
@@ -185,7 +198,9 @@ impl Registry {
             started: crate::sync::time::now(),
             idle_wait: IdleWait::default(),
             balance_seed: AtomicUsize::new(0),
+            ordinary,
             active: CachePadded::new(AtomicUsize::new(options.active)),
+            compensation: Compensation::new(ordinary, options.compensation),
             groups: options.groups,
             traces: options.trace_capacity.map(|capacity| {
                 (0..n)
@@ -210,16 +225,42 @@ impl Registry {
         u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
+    /// The ordinary workers, active or not: `Runtime::num_workers`, the range of
+    /// `set_active_workers` and `submit_to`, and what the parallel iterators split for.
+    /// Compensation slots are not counted (see [`Registry::num_slots`]).
     pub(crate) fn num_workers(&self) -> usize {
+        self.ordinary
+    }
+
+    /// Every worker slot: the ordinary workers, then the compensation slots. The length of
+    /// every per-worker array (queues, counters, parkers, trace rings).
+    pub(crate) fn num_slots(&self) -> usize {
         self.stealers.len()
     }
 
-    /// Workers taking work now: `0..active_workers()`.
+    /// Whether `worker` is a compensation slot (`compensation.rs`).
+    pub(crate) fn is_compensation(&self, worker: usize) -> bool {
+        worker >= self.ordinary
+    }
+
+    /// Ordinary workers taking work now: `0..active_workers()`.
     #[inline]
     pub(crate) fn active_workers(&self) -> usize {
         // Relaxed: a worker that reads a stale value retires (or resumes) one unit of work
         // later; `set_active_workers` wakes every worker whose side changed.
         self.active.load(Relaxed)
+    }
+
+    /// Whether worker slot `worker` is switched on: an ordinary worker below the active
+    /// count, or a compensation slot below the compensation on-count. Each slot reads only
+    /// its own kind's word, so ordinary workers pay what they paid before compensation
+    /// existed (the compare with `ordinary` aside).
+    #[inline]
+    pub(crate) fn is_switched_on(&self, worker: usize) -> bool {
+        match worker.checked_sub(self.ordinary) {
+            None => worker < self.active_workers(),
+            Some(k) => k < self.compensation.on(),
+        }
     }
 
     /// Sets the active worker count (checked by the caller) and wakes every worker whose
@@ -260,7 +301,7 @@ impl Registry {
     pub(crate) fn terminate(&self) {
         // Release: pairs with the Acquire load in `is_terminating`.
         self.terminating.store(true, Release);
-        for worker in 0..self.num_workers() {
+        for worker in 0..self.num_slots() {
             self.sleep.wake_worker(worker);
         }
     }

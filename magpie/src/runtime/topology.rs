@@ -46,8 +46,25 @@ impl Groups {
         }
     }
 
+    /// Adds `extra` workers after those grouped so far (the compensation slots), each in
+    /// the group of worker `k % workers`, the `k`-th of them: they spread over the groups as
+    /// the ordinary workers are spread, and the ordinary workers keep their groups.
+    pub(crate) fn with_extra(mut self, extra: usize) -> Groups {
+        let workers = self.of_worker.len();
+        if workers == 0 {
+            return self;
+        }
+        for k in 0..extra {
+            let group = self.of_worker[k % workers];
+            self.of_worker.push(group);
+        }
+        self
+    }
+
     pub(crate) fn count(&self) -> usize {
-        self.of_worker.last().map_or(1, |&g| g + 1)
+        // Not the last worker's group plus one: compensation slots (`with_extra`) need not
+        // be in the last group.
+        self.of_worker.iter().max().map_or(1, |&g| g + 1)
     }
 
     pub(crate) fn of(&self, worker: usize) -> usize {
@@ -255,6 +272,22 @@ mod tests {
         let (near, far) = groups.victims(5);
         assert_eq!(&*near, &[4, 6]);
         assert_eq!(&*far, &[0, 1, 2, 3, 7, 8, 9]);
+    }
+
+    #[test]
+    fn extra_workers_join_the_groups_in_turn_and_leave_the_others_as_they_were() {
+        let groups = Groups::even(4, 2).with_extra(3);
+        let of: Vec<usize> = (0..7).map(|w| groups.of(w)).collect();
+        assert_eq!(of, [0, 0, 1, 1, 0, 0, 1]);
+        // The last slot's group is not the highest: the count looks at every worker.
+        assert_eq!(Groups::even(4, 2).with_extra(1).count(), 2);
+        // Ordinary workers steal from the extra ones, and the extra ones from everybody.
+        let (near, far) = groups.victims(0);
+        assert_eq!((&*near, &*far), (&[1, 4, 5][..], &[2, 3, 6][..]));
+        let (near, far) = groups.victims(6);
+        assert_eq!((&*near, &*far), (&[2, 3][..], &[0, 1, 4, 5][..]));
+        // None extra: the same groups.
+        assert_eq!(Groups::even(4, 2).with_extra(0), Groups::even(4, 2));
     }
 
     #[test]

@@ -133,6 +133,7 @@ pub(crate) struct WorkerContext<'a> {
     pub(crate) clock: &'a dyn Fn() -> u64,
     pub(crate) steal_group: usize,
     pub(crate) active: bool,
+    pub(crate) compensation: bool,
 }
 
 impl WorkerCounters {
@@ -144,6 +145,7 @@ impl WorkerCounters {
             clock,
             steal_group,
             active,
+            compensation,
         } = cx;
         let (parked_ns, parked_since, uptime_ns) = self.read_park(clock);
         let parked_now = match parked_since {
@@ -187,6 +189,7 @@ impl WorkerCounters {
                 .collect(),
             steal_group: steal_group as u64,
             active,
+            compensation,
             thread_id: self.thread_id.load(Relaxed),
             global_queue_interval: self.interval.load(Relaxed),
             mean_task_time_ns: self.mean_task_ns.load(Relaxed),
@@ -379,8 +382,14 @@ pub struct WorkerStats {
     /// [`Builder::steal_groups`](crate::Builder::steal_groups)).
     pub steal_group: u64,
     /// Whether this worker is active: `false` while
-    /// [`Runtime::set_active_workers`](crate::Runtime::set_active_workers) keeps it parked.
+    /// [`Runtime::set_active_workers`](crate::Runtime::set_active_workers) keeps it parked,
+    /// and, for a compensation worker, while it is not started.
     pub active: bool,
+    /// Whether this is a compensation worker
+    /// ([`Builder::max_compensation_workers`](crate::Builder::max_compensation_workers)),
+    /// which takes work only while the stall monitor has it started. Compensation workers
+    /// come after the ordinary ones in [`Stats::workers`].
+    pub compensation: bool,
     /// The worker's OS thread id (Linux `gettid`, as `top -H` and `perf` show it); 0 on other
     /// systems, and until the thread has started.
     pub thread_id: u64,
@@ -475,7 +484,9 @@ impl WorkerStats {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Stats {
-    /// One entry per worker, in worker-index order.
+    /// One entry per worker, in worker-index order: the ordinary workers
+    /// ([`Runtime::num_workers`](crate::Runtime::num_workers)), then the compensation
+    /// workers, if any (see [`WorkerStats::compensation`]).
     pub workers: Vec<WorkerStats>,
     /// Tasks spawned and not yet finished (pending, queued or running).
     pub tasks_alive: u64,
@@ -491,10 +502,15 @@ pub struct Stats {
     pub blocking_queue_depth: u64,
     /// Threads of the blocking pool waiting for work.
     pub blocking_idle_threads: u64,
-    /// Workers taking work now (see
-    /// [`Runtime::set_active_workers`](crate::Runtime::set_active_workers)); the rest of
-    /// `workers` are parked.
+    /// Ordinary workers taking work now (see
+    /// [`Runtime::set_active_workers`](crate::Runtime::set_active_workers)); the other
+    /// ordinary workers are parked.
     pub active_workers: u64,
+    /// Compensation workers taking work now (see
+    /// [`Builder::max_compensation_workers`](crate::Builder::max_compensation_workers)).
+    pub compensation_workers_active: u64,
+    /// Compensation workers started since the runtime was built.
+    pub compensation_workers_started: u64,
     /// The number of steal groups the workers are divided into.
     pub steal_groups: u64,
     /// Tasks spawned from threads outside the pool (spawns on workers are counted per worker,

@@ -118,7 +118,8 @@ pub enum TaskState {
     /// Woken, or new, and queued to run.
     Scheduled,
     /// Being polled by worker `worker` (an index below
-    /// [`Runtime::num_workers`](crate::Runtime::num_workers)).
+    /// [`Runtime::num_workers`](crate::Runtime::num_workers), or at or above it for a
+    /// compensation worker: the index into [`Stats::workers`](crate::Stats::workers)).
     Running {
         /// The polling worker's index.
         worker: usize,

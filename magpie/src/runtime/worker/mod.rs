@@ -247,9 +247,10 @@ impl WorkerThread {
         sleep.set_join_waiting(self.index, false);
     }
 
-    /// Switched off by `set_active_workers`: hands every job and task queued here on, and
-    /// parks until this worker is active again (returns false) or the runtime terminates
-    /// (returns true).
+    /// Switched off by `set_active_workers` (or, for a compensation slot, never switched on
+    /// or retired by `retire_compensation_workers`): hands every job and task queued here
+    /// on, and parks until this worker is switched on again (returns false) or the runtime
+    /// terminates (returns true).
     ///
     /// The deque may hold jobs: a scope's spawns land on the deque of the worker that ran
     /// the spawning job, which returned without waiting for them. They go to the job inject
@@ -264,7 +265,7 @@ impl WorkerThread {
         self.flush_counters();
         self.counters.begin_park(|| registry.uptime_ns());
         let terminated = loop {
-            if self.index < registry.active_workers() {
+            if registry.is_switched_on(self.index) {
                 // Active again: whatever is queued here is ours to run.
                 break false;
             }
@@ -277,7 +278,8 @@ impl WorkerThread {
             if registry.is_terminating() {
                 break true;
             }
-            // Woken by `set_active_workers`, by a `submit_to` that raced our retirement (its
+            // Woken by `set_active_workers` (or the compensation calls, for a compensation
+            // slot), by a `submit_to` that raced our retirement (its
             // task is in our mailbox: the loop hands it on), or by termination, each a plain
             // token set after the change it announces (so the next pass sees the change);
             // no timeout unless `Builder::park_safety_net` set one. Not in the idle bitmap,
@@ -329,7 +331,7 @@ impl WorkerThread {
     fn main_loop(&self) {
         let mut idle = IdleLoop::new(self, false);
         loop {
-            if self.index >= self.registry.active_workers() {
+            if !self.registry.is_switched_on(self.index) {
                 idle.found_work();
                 if self.retire() {
                     break;
