@@ -2,7 +2,8 @@
 //! pattern.
 //!
 //! For every pattern the workload is generated once (same seed, same durations), then run by
-//! magpie (a fresh runtime per run, every task `submit`ted from the main thread, then
+//! magpie (a fresh runtime per run, each batch handed over from the main thread with
+//! `submit_batch`, as the baselines get theirs in one piece, then
 //! `wait_idle`) and by the three baselines of [`crate::baseline`], each on `--workers`
 //! threads. A cell is the best (shortest) of `--repeat` runs; the runs of one repeat go
 //! through the strategies in turn, so slow patches of a shared machine hit them alike.
@@ -172,16 +173,16 @@ fn run_once(strategy: Strategy, workload: &Workload, workers: usize) -> Result<R
     }
 }
 
-/// A fresh runtime, every task submitted from this thread, and `wait_idle`.
+/// A fresh runtime, each batch handed over from this thread with `submit_batch`, and
+/// `wait_idle`.
 fn run_magpie(workload: &Workload, workers: usize) -> Result<Run, Failure> {
     let rt = Runtime::builder().worker_threads(workers).build()?;
     let before = rt.stats();
     let start = Instant::now();
     for batch in &workload.batches {
-        for &d in &batch.durations {
-            // Dropping the handle detaches the task; `wait_idle` waits for it.
-            drop(rt.submit(move || spin(d)));
-        }
+        // The whole batch in one hand-over, as the baselines get theirs. Dropping the
+        // handles detaches the tasks; `wait_idle` waits for them.
+        drop(rt.submit_batch(batch.durations.iter().map(|&d| move || spin(d))));
         pause(batch.pause_after);
     }
     rt.wait_idle();

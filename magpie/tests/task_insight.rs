@@ -122,7 +122,10 @@ fn spawn_locations_point_at_the_caller() {
     let (h5, l5) = (rt.spawn_blocking(|| ()), line!());
     let (h6, l6) = (task::Builder::new().spawn_on(async {}, &rt), line!());
     let (h7, l7) = (task::Builder::new().submit_on(|| (), &rt), line!());
+    let (h8, l8) = (rt.submit_batch([|| (), || ()]), line!());
     let mut expected = vec![
+        (h8[0].id(), l8),
+        (h8[1].id(), l8),
         (h1.id(), l1),
         (h2.id(), l2),
         (h3.id(), l3),
@@ -164,11 +167,11 @@ fn spawn_locations_point_at_the_caller() {
     for handle in [h1, h6] {
         handle.join().unwrap();
     }
-    for handle in [h2, h3, h4, h5, h7] {
+    for handle in [h2, h3, h4, h5, h7].into_iter().chain(h8) {
         handle.join().unwrap();
     }
     let seen = seen.lock().unwrap();
-    assert_eq!(expected.len(), 12);
+    assert_eq!(expected.len(), 14);
     for (id, line) in expected {
         assert_eq!(
             seen.get(&id),

@@ -215,3 +215,42 @@ fn parked_time_counts_as_idle_time() {
         );
     }
 }
+
+#[test]
+fn submit_batch_runs_every_closure_and_keeps_the_order_of_the_handles() {
+    for workers in [1, 2, 3] {
+        let rt = Runtime::builder().worker_threads(workers).build().unwrap();
+        let handles = rt.submit_batch((0..1000u64).map(|i| move || i * i));
+        assert_eq!(handles.len(), 1000);
+        let results: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(results, (0..1000u64).map(|i| i * i).collect::<Vec<_>>());
+        // From a worker too (it queues the batch for everyone, not in its own ring).
+        let handles = rt.install(|| rt.submit_batch((0..100u64).map(|i| move || i + 1)));
+        let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        assert_eq!(total, (1..=100u64).sum());
+        // An empty batch is no batch.
+        assert!(rt.submit_batch(Vec::<fn() -> u8>::new()).is_empty());
+    }
+}
+
+#[test]
+fn submit_batch_delivers_each_panic_to_its_own_handle() {
+    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    let handles = rt.submit_batch((0..10u32).map(|i| {
+        move || {
+            if i % 3 == 0 {
+                panic!("task {i}");
+            }
+            i
+        }
+    }));
+    for (i, handle) in (0..10u32).zip(handles) {
+        match handle.join() {
+            Ok(v) => assert_eq!(v, i),
+            Err(e) => {
+                assert_eq!(i % 3, 0, "task {i} failed: {e}");
+                assert!(e.is_panic());
+            }
+        }
+    }
+}

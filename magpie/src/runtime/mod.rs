@@ -520,6 +520,33 @@ impl Runtime {
         self.registry.spawn(Closure::new(f), Origin::caller())
     }
 
+    /// Runs every closure of `fs` as a task on this runtime, as [`submit`](Runtime::submit)
+    /// would one by one, and returns their handles in the same order. The whole batch goes
+    /// onto the global queue with one atomic push and one wake-up, instead of one of each
+    /// per closure, so handing over many tasks at once costs the submitting thread little;
+    /// idle workers then take shares of the batch and wake each other as they find it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let handles = rt.submit_batch((1..=4u64).map(|i| move || i * 10));
+    /// let results: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    /// assert_eq!(results, [10, 20, 30, 40]);
+    /// ```
+    #[track_caller]
+    pub fn submit_batch<I, F, T>(&self, fs: I) -> Vec<JoinHandle<T>>
+    where
+        I: IntoIterator<Item = F>,
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.registry.spawn_batch(
+            fs.into_iter().map(Closure::new),
+            std::panic::Location::caller(),
+        )
+    }
+
     /// Runs the closure `f` as a task queued on the less loaded of two workers picked at
     /// random (the task pool's *submit smart*): a worker's load is its queued tasks, read
     /// without a lock. Two random choices spread work nearly as evenly as asking every

@@ -432,6 +432,41 @@ impl Registry {
         })
     }
 
+    /// Spawns every future of `futures` as a task with the caller's location (`Runtime::
+    /// submit_batch`), and queues them all on the inject queue with one push and one
+    /// notification, in order. From a worker of this runtime too: a batch is work for
+    /// everyone, not for this worker's ring.
+    pub(crate) fn spawn_batch<F>(
+        self: &Arc<Registry>,
+        futures: impl IntoIterator<Item = F>,
+        location: &'static std::panic::Location<'static>,
+    ) -> Vec<JoinHandle<F::Output>>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.with_own_worker(|worker| {
+            let futures = futures.into_iter();
+            let mut handles = Vec::with_capacity(futures.size_hint().0);
+            let mut queued = Vec::with_capacity(futures.size_hint().0);
+            for future in futures {
+                let origin = Origin {
+                    location,
+                    name: None,
+                };
+                let (task, handle) = self.new_bound_task(future, worker, origin);
+                handles.push(handle);
+                queued.extend(task.map(Task::into_header));
+            }
+            if !queued.is_empty() {
+                self.inject_tasks(queued);
+                // The batch push counted the tasks with a SeqCst RMW (`LinkedInject::push`).
+                self.sleep.notify_task_after_seqcst_push();
+            }
+            handles
+        })
+    }
+
     /// Queues a new task on the less loaded of two workers picked at random (the "power of
     /// two choices": nearly as even as asking every worker, at the cost of two). A worker's
     /// load is the length of its ring plus its mailbox plus its LIFO slot, each read without
