@@ -1,28 +1,12 @@
 //! `Runtime::set_active_workers`: shrinking and growing under load, with exact accounting.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Barrier};
 
 use magpie::Runtime;
 
-/// One flag per task: each must be set exactly once.
-struct Ledger(Vec<AtomicU8>);
-
-impl Ledger {
-    fn new(n: usize) -> Arc<Ledger> {
-        Arc::new(Ledger((0..n).map(|_| AtomicU8::new(0)).collect()))
-    }
-
-    fn ran(&self, i: usize) {
-        self.0[i].fetch_add(1, SeqCst);
-    }
-
-    fn assert_each_once(&self) {
-        for (i, flag) in self.0.iter().enumerate() {
-            assert_eq!(flag.load(SeqCst), 1, "task {i}");
-        }
-    }
-}
+mod common;
+use common::Ledger;
 
 #[test]
 fn out_of_range_counts_are_errors_and_change_nothing() {

@@ -16,6 +16,9 @@ use std::time::Duration;
 use magpie::task::JoinHandle;
 use magpie::Runtime;
 
+mod common;
+use common::Ledger;
+
 /// How long anything may take before the test calls it a hang.
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -296,25 +299,6 @@ fn shutdown_while_a_compensation_worker_runs_a_task() {
     dropper.join().unwrap();
     // The running task finished (cancelled while it ran: its output is not delivered).
     let _ = running.handle.join();
-}
-
-/// One flag per unit of work: each must be set exactly once.
-struct Ledger(Vec<AtomicU8>);
-
-impl Ledger {
-    fn new(n: usize) -> Arc<Ledger> {
-        Arc::new(Ledger((0..n).map(|_| AtomicU8::new(0)).collect()))
-    }
-
-    fn ran(&self, i: usize) {
-        self.0[i].fetch_add(1, SeqCst);
-    }
-
-    fn assert_each_once(&self) {
-        for (i, flag) in self.0.iter().enumerate() {
-            assert_eq!(flag.load(SeqCst), 1, "unit {i}");
-        }
-    }
 }
 
 fn fib(n: u64) -> u64 {

@@ -387,3 +387,33 @@ pub(crate) fn assert_monotonic(then: &magpie::Stats, now: &magpie::Stats) {
     assert!(now.tasks_spawned_remote >= then.tasks_spawned_remote);
     assert!(now.remote_schedules >= then.remote_schedules);
 }
+
+/// One flag per unit of work (task, job, closure), each of which must run exactly once.
+pub(crate) struct Ledger(Vec<std::sync::atomic::AtomicU8>);
+
+impl Ledger {
+    pub(crate) fn new(n: usize) -> Arc<Ledger> {
+        Arc::new(Ledger(
+            (0..n)
+                .map(|_| std::sync::atomic::AtomicU8::new(0))
+                .collect(),
+        ))
+    }
+
+    /// Unit `i` ran (once more).
+    pub(crate) fn ran(&self, i: usize) {
+        // SeqCst: a test's tally, read after the runtime went idle.
+        self.0[i].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Panics naming the first unit that ran other than once.
+    pub(crate) fn assert_each_once(&self) {
+        for (i, flag) in self.0.iter().enumerate() {
+            assert_eq!(
+                flag.load(std::sync::atomic::Ordering::SeqCst),
+                1,
+                "unit {i}"
+            );
+        }
+    }
+}
