@@ -662,6 +662,81 @@ fn io_readiness_into_busy_pool() {
     drop(rt);
 }
 
+/// `Runtime::tasks` taken from outside while tasks spawn, run, park and finish on two
+/// workers (issue 15: "the dump's states are consistent under concurrent spawns"). Every
+/// dump lists each task once; a running task names a worker of the pool, and no worker runs
+/// two tasks at once; a task's poll count never goes back between two dumps; the task that
+/// waits for an event is in every dump until it is fired; once every handle is joined, the
+/// dump is empty.
+fn task_dump_under_concurrent_spawns() {
+    use magpie::task::{Id, TaskState};
+    use std::collections::HashMap;
+
+    let rt = Arc::new(
+        Runtime::builder()
+            .worker_threads(2)
+            .thread_name("shuttle")
+            .task_insight(true)
+            .build()
+            .expect("a shuttle runtime"),
+    );
+    let gate = Arc::new(Event::default());
+    let waiter = rt.spawn({
+        let gate = gate.clone();
+        async move { gate.wait().await }
+    });
+    let waiter_id = waiter.id();
+    let spawner = rt.spawn(async {
+        let children: Vec<_> = (0..3u64).map(|i| magpie::spawn(async move { i })).collect();
+        let mut sum = 0;
+        for child in children {
+            sum += child.await.unwrap();
+        }
+        sum
+    });
+    let dumper = shuttle::thread::spawn({
+        let rt = rt.clone();
+        move || {
+            let mut polls: HashMap<Id, u64> = HashMap::new();
+            for _ in 0..2 {
+                let dump = rt.tasks();
+                let mut running_on = [false; 2];
+                let mut seen = HashMap::new();
+                for task in &dump {
+                    assert!(
+                        seen.insert(task.id, ()).is_none(),
+                        "{} listed twice",
+                        task.id
+                    );
+                    if let TaskState::Running { worker } = task.state {
+                        assert!(worker < 2, "task {} on worker {worker}", task.id);
+                        assert!(!running_on[worker], "two tasks running on worker {worker}");
+                        running_on[worker] = true;
+                    }
+                    let now = task.counters.as_ref().expect("task insight is on").polls;
+                    let before = polls.insert(task.id, now).unwrap_or(0);
+                    assert!(
+                        now >= before,
+                        "task {}: {before} polls, then {now}",
+                        task.id
+                    );
+                }
+                assert!(
+                    seen.contains_key(&waiter_id),
+                    "the waiting task left the dump"
+                );
+            }
+        }
+    });
+    dumper.join().unwrap();
+    gate.fire();
+    waiter.join().unwrap();
+    assert_eq!(spawner.join().unwrap(), 3);
+    let left = rt.tasks();
+    assert!(left.is_empty(), "finished tasks still listed: {left:?}");
+    drop(rt);
+}
+
 #[test]
 fn shuttle_nested_spawn() {
     check(nested_spawn, 10_000, 10_000);
@@ -756,4 +831,9 @@ fn shuttle_driver_hand_off_to_parked_worker() {
 #[test]
 fn shuttle_io_readiness_into_busy_pool() {
     check(io_readiness_into_busy_pool, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_task_dump_under_concurrent_spawns() {
+    check(task_dump_under_concurrent_spawns, 5_000, 5_000);
 }

@@ -419,6 +419,9 @@ impl Runtime {
     /// Walks the runtime's list of live tasks, one shard under its lock at a time, so spawns
     /// and completions wait for the walk a moment; a dump is a diagnostic, not something to
     /// call in a loop. Tasks spawned or finished during the walk may or may not be in it.
+    /// Each task is listed once, and each worker shows at most one task
+    /// [`Running`](crate::task::TaskState::Running) (the one it was polling when the walk
+    /// reached it; a task it moved on to later in the walk reads as scheduled).
     /// `spawn_blocking` closures are not listed (they run on the blocking pool, not on the
     /// workers). The counters cost nothing when nobody calls this (ARCHITECTURE.md, "Task
     /// identity and the live-task dump").
@@ -450,6 +453,12 @@ impl Runtime {
         let now = registry.uptime_ns();
         let mut tasks = Vec::with_capacity(registry.owned.len());
         let mut polling = Vec::new();
+        // Workers already shown running a task of an earlier shard: the shards are walked
+        // one after the other, and a worker may have moved on to a task of a later one
+        // meanwhile. Showing it there too would put two tasks on one worker in one dump
+        // (the shuttle scenario `task_dump_under_concurrent_spawns` found it), so it is
+        // shown once, with the task it was polling first; its new task reads as scheduled.
+        let mut shown = vec![false; registry.counters.len()];
         registry.owned.for_each_shard(|headers| {
             // Which task each worker polls, read under the shard's lock: a task linked in
             // the shard now cannot be unlinked (nor its address reused) until the walk
@@ -459,9 +468,15 @@ impl Runtime {
             polling.extend(registry.counters.iter().enumerate().filter_map(|(i, c)| {
                 // Relaxed: see above; the lock orders it.
                 let address = c.polling.load(Relaxed);
-                (address != 0).then_some((address, i))
+                (address != 0 && !shown[i]).then_some((address, i))
             }));
-            tasks.extend(headers.iter().map(|h| TaskInfo::read(h, now, &polling)));
+            for header in headers {
+                let task = TaskInfo::read(header, now, &polling);
+                if let crate::task::TaskState::Running { worker } = task.state {
+                    shown[worker] = true;
+                }
+                tasks.push(task);
+            }
         });
         tasks.sort_unstable_by_key(|task| task.id);
         tasks
