@@ -1,0 +1,330 @@
+//! Stall detection (issue 15, parts 3 and 4): the stall monitor reports a unit of work that
+//! runs past the threshold exactly once, with the task's identity; counts it; moves the work
+//! queued behind it to the other workers, also when they are busy; sleeps while the pool is
+//! idle; survives a panicking hook; and does not exist when detection is off.
+//!
+//! Every wait here is for an event (a channel message, a count), with a long deadline that
+//! only turns a hang into a failure; no assertion depends on how long anything took.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use common::{eventually, DEADLINE};
+use magpie::{Runtime, StallInfo};
+
+/// The threshold of these tests: small, so that the tests are quick.
+const THRESHOLD: Duration = Duration::from_millis(20);
+
+/// A runtime of `workers` workers whose stall reports go to the returned channel.
+fn watched(workers: usize) -> (Runtime, mpsc::Receiver<StallInfo>) {
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let rt = Runtime::builder()
+        .worker_threads(workers)
+        .stall_threshold(THRESHOLD)
+        .on_stall(move |info| {
+            let _ = tx.lock().unwrap().send(info.clone());
+        })
+        .build()
+        .unwrap();
+    (rt, rx)
+}
+
+fn total_stalls(rt: &Runtime) -> u64 {
+    rt.stats().workers.iter().map(|w| w.stalls).sum()
+}
+
+#[test]
+fn a_stall_is_reported_once_with_the_tasks_identity() {
+    let (rt, reports) = watched(2);
+    let (release, wait) = mpsc::channel::<()>();
+    let blocker = magpie::task::Builder::new()
+        .name("blocker")
+        .submit_on(move || wait.recv_timeout(DEADLINE).unwrap(), &rt);
+    let line = line!() - 1;
+    let info = reports.recv_timeout(DEADLINE).expect("no stall report");
+    assert_eq!(info.task(), Some(blocker.id()));
+    assert_eq!(info.name(), Some("blocker"));
+    let location = info.location().expect("a task has a location");
+    assert_eq!((location.file.as_str(), location.line), (file!(), line));
+    assert!(info.elapsed() >= THRESHOLD, "{info:?}");
+    assert!(info.worker() < 2);
+    // Several more samples see the same stall: none reports it again.
+    let ticks = rt.stats().monitor_ticks;
+    eventually("the monitor ticked 5 more times", || {
+        rt.stats().monitor_ticks >= ticks + 5
+    });
+    release.send(()).unwrap();
+    blocker.join().unwrap();
+    let stats = rt.stats();
+    let worker = &stats.workers[info.worker()];
+    assert_eq!(worker.stalls, 1);
+    assert_eq!(total_stalls(&rt), 1);
+    assert!(worker.longest_stall_ns >= THRESHOLD.as_nanos() as u64);
+    assert!(reports.try_recv().is_err(), "a second report");
+}
+
+#[test]
+fn a_stalled_job_is_reported_without_identity() {
+    let (rt, reports) = watched(2);
+    let (release, wait) = mpsc::channel::<()>();
+    let rt = Arc::new(rt);
+    let installer = {
+        let rt = rt.clone();
+        std::thread::spawn(move || rt.install(move || wait.recv_timeout(DEADLINE).unwrap()))
+    };
+    let info = reports.recv_timeout(DEADLINE).expect("no stall report");
+    assert_eq!((info.task(), info.name(), info.location()), (None, None, None));
+    assert!(info.to_string().contains("a job"), "{info}");
+    release.send(()).unwrap();
+    installer.join().unwrap();
+}
+
+/// Where the blocker queues the tasks that must run while it blocks.
+#[derive(Debug, Clone, Copy)]
+enum Queue {
+    /// One spawn inside the blocker's poll: its LIFO slot.
+    Lifo,
+    /// Four spawns: three displaced to the ring, one in the LIFO slot.
+    Ring,
+    /// Three `submit_to` naming the blocked worker: its mailbox.
+    Mailbox,
+}
+
+/// A stalled worker's queued tasks all run before the stall ends, with `others` other
+/// workers, idle or (`busy`) each running a task that yields until the end of the test, so
+/// that it never searches and never steals: only the monitor's hand-off to the inject queue
+/// (which busy workers pull at maintenance) reaches them then.
+fn queued_work_runs_during_a_stall(queue: Queue, others: usize, busy: bool) {
+    let what = format!("{queue:?}, {others} other workers, busy: {busy}");
+    let rt = Arc::new(
+        Runtime::builder()
+            .worker_threads(1 + others)
+            .stall_threshold(THRESHOLD)
+            .on_stall(|_| {})
+            .build()
+            .unwrap(),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut spinners = Vec::new();
+    if busy {
+        for worker in 1..=others {
+            let stop = stop.clone();
+            // Spawned inside a poll on `worker`: it starts in that worker's LIFO slot.
+            let spinner = rt
+                .submit_to(worker, move || {
+                    magpie::spawn(async move {
+                        while !stop.load(SeqCst) {
+                            magpie::task::yield_now().await;
+                        }
+                    })
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+            spinners.push(spinner);
+        }
+    }
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let (started_tx, started_rx) = mpsc::channel::<()>();
+    let expected = match queue {
+        Queue::Lifo => 1,
+        Queue::Ring => 4,
+        Queue::Mailbox => 3,
+    };
+    let blocker = {
+        let done_tx = done_tx.clone();
+        rt.submit_to(0, move || {
+            if !matches!(queue, Queue::Mailbox) {
+                for _ in 0..expected {
+                    let done_tx = done_tx.clone();
+                    drop(magpie::spawn(async move { done_tx.send(()).unwrap() }));
+                }
+            }
+            started_tx.send(()).unwrap();
+            // Blocks the worker until every queued task has run elsewhere.
+            (0..expected)
+                .filter(|_| done_rx.recv_timeout(DEADLINE).is_ok())
+                .count()
+        })
+        .unwrap()
+    };
+    started_rx.recv_timeout(DEADLINE).unwrap();
+    if matches!(queue, Queue::Mailbox) {
+        for _ in 0..expected {
+            let done_tx = done_tx.clone();
+            drop(rt.submit_to(0, move || done_tx.send(()).unwrap()).unwrap());
+        }
+    }
+    let ran = blocker.join();
+    stop.store(true, SeqCst);
+    for spinner in spinners {
+        rt.block_on(spinner).unwrap();
+    }
+    assert_eq!(ran.unwrap(), expected, "{what}: tasks stuck behind the stall");
+    if busy {
+        // Nobody searches, so nothing but the monitor's hand-off reached them. (With idle
+        // workers, thieves may take everything before the threshold: no stall at all.)
+        assert!(total_stalls(&rt) >= 1, "{what}: the stall was not seen");
+    }
+}
+
+#[test]
+fn the_lifo_slot_of_a_stalled_worker_runs_elsewhere() {
+    for others in [1, 2] {
+        for busy in [false, true] {
+            queued_work_runs_during_a_stall(Queue::Lifo, others, busy);
+        }
+    }
+}
+
+#[test]
+fn the_ring_of_a_stalled_worker_runs_elsewhere() {
+    for others in [1, 2] {
+        for busy in [false, true] {
+            queued_work_runs_during_a_stall(Queue::Ring, others, busy);
+        }
+    }
+}
+
+#[test]
+fn the_mailbox_of_a_stalled_worker_runs_elsewhere() {
+    for others in [1, 2] {
+        for busy in [false, true] {
+            queued_work_runs_during_a_stall(Queue::Mailbox, others, busy);
+        }
+    }
+}
+
+#[test]
+fn the_monitor_sleeps_while_the_pool_is_idle() {
+    let (rt, _reports) = watched(2);
+    for _ in 0..3 {
+        rt.block_on(rt.spawn(async { magpie::join(|| 1, || 2) }))
+            .unwrap();
+        eventually("the monitor sleeps", || rt.stall_monitor_sleeping());
+        let ticks = rt.stats().monitor_ticks;
+        // Not a synchronization: time for ticks to happen, if the monitor were ticking
+        // (a tick is 5 ms here); the assertion is on the count.
+        std::thread::sleep(THRESHOLD * 5);
+        assert_eq!(rt.stats().monitor_ticks, ticks, "the monitor ticked in an idle pool");
+        assert!(rt.stall_monitor_sleeping());
+        // Work wakes the pool, and the pool's first wake rings the monitor.
+        let (release, wait) = mpsc::channel::<()>();
+        let task = rt.submit(move || wait.recv_timeout(DEADLINE).unwrap());
+        eventually("the monitor ticks again", || {
+            rt.stats().monitor_ticks > ticks
+        });
+        release.send(()).unwrap();
+        task.join().unwrap();
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn has_thread_named(name: &str) -> bool {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path().join("comm")).ok())
+        .any(|comm| comm.trim() == name)
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn without_a_threshold_there_is_no_monitor_thread() {
+    let off = Runtime::builder()
+        .worker_threads(2)
+        .thread_name("nomon")
+        .stall_threshold(None)
+        .build()
+        .unwrap();
+    off.block_on(off.spawn(async {})).unwrap();
+    assert_eq!(off.stats().monitor_ticks, 0);
+    assert!(!off.stall_monitor_sleeping());
+    // A thread names itself once it runs: wait for the names. The monitor of a runtime
+    // with one starts after its workers, so by the time the second runtime's monitor has
+    // its name, the first runtime's would have had time to take its own.
+    let on = Runtime::builder()
+        .worker_threads(2)
+        .thread_name("yesmon")
+        .stall_threshold(THRESHOLD)
+        .build()
+        .unwrap();
+    eventually("the threads have their names", || {
+        has_thread_named("nomon-1") && has_thread_named("yesmon-monitor")
+    });
+    assert!(!has_thread_named("nomon-monitor"));
+    drop(on);
+    // Joined on drop (the kernel may list a joined thread for a moment longer).
+    eventually("the monitor thread is gone", || {
+        !has_thread_named("yesmon-monitor")
+    });
+}
+
+#[test]
+fn a_panicking_hook_does_not_stop_detection() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let counted = calls.clone();
+    let rt = Runtime::builder()
+        .worker_threads(2)
+        .stall_threshold(THRESHOLD)
+        .on_stall(move |info| {
+            if counted.fetch_add(1, SeqCst) == 0 {
+                panic!("a hook that panics");
+            }
+            let _ = tx.lock().unwrap().send(info.task());
+        })
+        .build()
+        .unwrap();
+    let (release, wait) = mpsc::channel::<()>();
+    let first = rt.submit(move || wait.recv_timeout(DEADLINE).unwrap());
+    eventually("the hook was called", || calls.load(SeqCst) == 1);
+    release.send(()).unwrap();
+    first.join().unwrap();
+    let (release, wait) = mpsc::channel::<()>();
+    let second = rt.submit(move || wait.recv_timeout(DEADLINE).unwrap());
+    let reported = rx.recv_timeout(DEADLINE).expect("the second stall was not reported");
+    assert_eq!(reported, Some(second.id()));
+    release.send(()).unwrap();
+    second.join().unwrap();
+    assert_eq!(total_stalls(&rt), 2);
+}
+
+#[test]
+fn a_stall_is_a_red_span_in_the_trace() {
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let rt = Runtime::builder()
+        .worker_threads(2)
+        .trace(true)
+        .stall_threshold(THRESHOLD)
+        .on_stall(move |info| {
+            let _ = tx.lock().unwrap().send(info.task());
+        })
+        .build()
+        .unwrap();
+    let (release, wait) = mpsc::channel::<()>();
+    let blocker = magpie::task::Builder::new()
+        .name("traced \"blocker\"")
+        .submit_on(move || wait.recv_timeout(DEADLINE).unwrap(), &rt);
+    rx.recv_timeout(DEADLINE).unwrap();
+    release.send(()).unwrap();
+    let id = blocker.id();
+    blocker.join().unwrap();
+    let path = std::env::temp_dir().join(format!("magpie-stall-trace-{}.json", std::process::id()));
+    rt.trace_export(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let span = text
+        .lines()
+        .find(|line| line.contains(r#""name":"stall""#))
+        .expect("no stall span in the trace");
+    assert!(span.contains(r#""cname":"terrible""#), "{span}");
+    assert!(span.contains(&format!(r#""task":{id}"#)), "{span}");
+    assert!(span.contains(r#""name":"traced \"blocker\"""#), "{span}");
+    assert!(span.contains(file!()), "{span}");
+}
