@@ -10,19 +10,21 @@
 //! only two operations that raise it, and both already hold the RMW's previous value). That
 //! claimer rings the bell, in a cold path, if the monitor is asleep.
 //!
-//! The Dekker pair, all four operations `SeqCst`:
+//! The Dekker pair, written with fences (as the rest of the protocol is, so that loom, which
+//! checks `SeqCst` fences but treats `SeqCst` loads and stores as acquire/release, checks it):
 //!
-//! * monitor: `asleep.store(true)`; then `state.load()`; sleeps only if unparked is 0;
-//! * claimer: `state.fetch_add(UNPARKED_ONE ..)` returning unparked 0; then `asleep.load()`;
-//!   rings if true.
+//! * monitor: `asleep.store(true)`; `fence(SeqCst)`; `state.load()`; sleeps only if
+//!   unparked is 0;
+//! * claimer: `state.fetch_add(UNPARKED_ONE ..)` returning unparked 0; `fence(SeqCst)`;
+//!   `asleep.load()`; rings if true.
 //!
-//! In the single total order of `SeqCst` operations, either the monitor's load comes after the
-//! claimer's RMW, and sees an unparked count of at least 1 from it (or a later value: if that
-//! is 0 again, the pool went idle again through a later R2 decrement, and sleeping is right;
-//! the next 0 → 1 claim rings), so it does not sleep; or the claimer's load comes after the
-//! monitor's store, sees `asleep`, and rings. The ring is a token under a lock, kept until the
+//! The two fences are ordered one way or the other. If the monitor's comes first, the
+//! claimer's load, after its own fence, sees `asleep` (stored before the monitor's fence),
+//! and it rings. If the claimer's comes first, the monitor's load of `state` sees the
+//! claimer's RMW or a later value; it finds unparked at least 1 and does not sleep, or 0
+//! again, because the pool went idle again through a later R2 decrement, and then sleeping
+//! is right (the next 0 → 1 claim rings). The ring is a token under a lock, kept until the
 //! monitor consumes it, so a ring that comes before the monitor blocks ends the wait at once.
-//! No claim can slip between: the monitor blocks only on the token.
 //!
 //! The model `loom_monitor_bell_is_rung_when_the_pool_wakes` (`loom_sleep.rs`) checks the
 //! pair, with a negative control that skips the monitor's recheck.
@@ -30,8 +32,8 @@
 //! # Cost
 //!
 //! To the workers: one compare of a value already in a register per claim (cold paths both:
-//! a claim means a worker was parked), and a load of `asleep` only for the claim that wakes an
-//! idle pool.
+//! a claim means a worker was parked), and a fence and a load of `asleep` only for the claim
+//! that wakes an idle pool.
 
 use std::time::Duration;
 
@@ -56,9 +58,10 @@ impl Bell {
     /// The monitor is about to sleep: the first half of its side of the pair. It must then
     /// load the unparked count and call [`Bell::sleep`] only if it is 0, else [`Bell::awake`].
     pub(crate) fn going_to_sleep(&self) {
-        // SeqCst: pairs with the claimer's RMW on `state` and its load in `ring_if_asleep`
-        // (module docs).
-        self.asleep.store(true, SeqCst);
+        // Relaxed: ordered before the caller's load of `state` by the fence below.
+        self.asleep.store(true, Relaxed);
+        // SeqCst: pairs with the fence in `ring_if_asleep` (module docs).
+        fence(SeqCst);
     }
 
     /// The monitor did not sleep after all, or woke.
@@ -92,8 +95,11 @@ impl Bell {
     /// The claimer's side: rings if the monitor is asleep (module docs).
     #[cold]
     pub(crate) fn ring_if_asleep(&self) {
-        // SeqCst: pairs with the store in `going_to_sleep` (module docs).
-        if self.asleep.load(SeqCst) {
+        // SeqCst: pairs with the fence in `going_to_sleep`; the caller's RMW on `state`
+        // comes before it (module docs).
+        fence(SeqCst);
+        // Relaxed: ordered by the fence.
+        if self.asleep.load(Relaxed) {
             self.ring();
         }
     }
