@@ -71,13 +71,15 @@ pub(crate) fn run(workers: Option<usize>, json: bool, out: &mut impl Write) -> R
         })
         .build()?;
     if !json {
+        let others = match workers - 1 {
+            1 => "the other worker is busy with a task that yields".to_owned(),
+            n => format!("the other {n} workers are busy with tasks that yield"),
+        };
         writeln!(
             out,
             "magpie demo --stall: a task blocks its worker for {} s with {QUEUED} tasks queued \
-             behind it; the other {} workers are busy with tasks that yield until it is done; \
-             stall threshold {} ms\n",
+             behind it; {others} until it is done; stall threshold {} ms\n",
             BLOCK.as_secs(),
-            workers - 1,
             THRESHOLD.as_millis(),
         )?;
         out.flush()?;

@@ -53,9 +53,9 @@ fn a_stall_is_reported_once_with_the_tasks_identity() {
     assert!(info.elapsed() >= THRESHOLD, "{info:?}");
     assert!(info.worker() < 2);
     // Several more samples see the same stall: none reports it again.
-    let ticks = rt.stats().monitor_ticks;
-    eventually("the monitor ticked 5 more times", || {
-        rt.stats().monitor_ticks >= ticks + 5
+    let samples = rt.stats().monitor_samples;
+    eventually("the monitor sampled 5 more times", || {
+        rt.stats().monitor_samples >= samples + 5
     });
     release.send(()).unwrap();
     blocker.join().unwrap();
@@ -206,17 +206,17 @@ fn the_monitor_sleeps_while_the_pool_is_idle() {
         rt.block_on(rt.spawn(async { magpie::join(|| 1, || 2) }))
             .unwrap();
         eventually("the monitor sleeps", || rt.stall_monitor_sleeping());
-        let ticks = rt.stats().monitor_ticks;
-        // Not a synchronization: time for ticks to happen, if the monitor were ticking
-        // (a tick is 5 ms here); the assertion is on the count.
+        let samples = rt.stats().monitor_samples;
+        // Not a synchronization: time for samples to happen, if the monitor were sampling
+        // (every 5 ms here); the assertion is on the count.
         std::thread::sleep(THRESHOLD * 5);
-        assert_eq!(rt.stats().monitor_ticks, ticks, "the monitor ticked in an idle pool");
+        assert_eq!(rt.stats().monitor_samples, samples, "the monitor sampled in an idle pool");
         assert!(rt.stall_monitor_sleeping());
         // Work wakes the pool, and the pool's first wake rings the monitor.
         let (release, wait) = mpsc::channel::<()>();
         let task = rt.submit(move || wait.recv_timeout(DEADLINE).unwrap());
-        eventually("the monitor ticks again", || {
-            rt.stats().monitor_ticks > ticks
+        eventually("the monitor samples again", || {
+            rt.stats().monitor_samples > samples
         });
         release.send(()).unwrap();
         task.join().unwrap();
@@ -241,7 +241,7 @@ fn without_a_threshold_there_is_no_monitor_thread() {
         .build()
         .unwrap();
     off.block_on(off.spawn(async {})).unwrap();
-    assert_eq!(off.stats().monitor_ticks, 0);
+    assert_eq!(off.stats().monitor_samples, 0);
     assert!(!off.stall_monitor_sleeping());
     // A thread names itself once it runs: wait for the names. The monitor of a runtime
     // with one starts after its workers, so by the time the second runtime's monitor has

@@ -508,7 +508,7 @@ impl Builder {
     /// # let _ = rt.stats().workers.iter().map(|w| w.stalls).sum::<u64>();
     ///
     /// let quiet = magpie::Runtime::builder().stall_threshold(None).build().unwrap();
-    /// assert_eq!(quiet.stats().monitor_ticks, 0);
+    /// assert_eq!(quiet.stats().monitor_samples, 0);
     /// ```
     pub fn stall_threshold(mut self, threshold: impl Into<Option<Duration>>) -> Builder {
         self.stall_threshold = Some(threshold.into());

@@ -62,7 +62,7 @@ impl Runtime {
             poll_time_histogram_enabled: registry.poll_time_histogram,
             poll_time_histogram_bounds_ns: histogram_bounds_ns(),
             trace_events: registry.traces.iter().flatten().map(|r| r.recorded()).sum(),
-            monitor_ticks: registry.monitor.as_ref().map_or(0, |m| m.ticks()),
+            monitor_samples: registry.monitor.as_ref().map_or(0, |m| m.samples()),
             uptime_ns,
         }
     }

@@ -14,29 +14,29 @@
 //! nothing, so a fork-join computation that its worker runs inline is one unit however many
 //! `join`s it makes.
 //!
-//! Every tick (a quarter of the threshold) the monitor loads every worker's word. A busy word
+//! Every sample period (a quarter of the threshold) the monitor loads every worker's word. A busy word
 //! that has not changed since the sample that first saw it, for at least the threshold, is a
 //! stall: the worker has run one unit all that time. It is reported once (the word stays the
 //! same for as long as the stall lasts), and it ends at the first sample whose word differs.
 //! The start is the first sample that saw the word, so a stall is reported between one
-//! threshold and one threshold plus a tick after the unit began, and its measured length is
-//! up to a tick short.
+//! threshold and one threshold plus a period after the unit began, and its measured length is
+//! up to a period short.
 //!
 //! # Parking with the pool
 //!
-//! The monitor ticks only while some worker is unparked. After two ticks in a row that found
+//! The monitor samples only while some worker is unparked. After two samples in a row that found
 //! every worker parked (`Sleep`'s unparked count at 0), it sleeps on its bell without a
 //! timeout; the claim that raises the unparked count from 0 rings it. The protocol and its
 //! Dekker pair are in `sleep/bell.rs`. `Runtime::drop` rings it after setting the
 //! terminating flag, and joins the thread.
 //!
 //! Workers switched off by `set_active_workers` stay counted as unparked (`sleep/mod.rs`,
-//! `park_retired`), so while some are off the monitor keeps ticking: a wake-up per tick,
+//! `park_retired`), so while some are off the monitor keeps sampling: a wake-up per period,
 //! about 40 a second at the default threshold.
 //!
 //! # The hand-off
 //!
-//! While a worker is stalled, on every tick, the monitor moves the tasks queued on it (its
+//! While a worker is stalled, at every sample, the monitor moves the tasks queued on it (its
 //! LIFO slot, its ring, its mailbox) to the task inject queue, which every worker pulls at
 //! maintenance, busy ones included, and wakes a parked worker for them if nobody searches
 //! (`notify_task_outside`). It uses only the operations a thread other than the owner may
@@ -68,12 +68,12 @@ use crate::sync::{lock, AtomicBool, Mutex, StatAtomicU64 as AtomicU64};
 use crate::task::raw::Header;
 
 /// Ticks in a row that must find the pool idle before the monitor sleeps. Two, so that a pool
-/// that parks between two bursts a tick apart does not make the monitor sleep and be rung on
+/// that parks between two bursts a period apart does not make the monitor sleep and be rung on
 /// every burst: each ring costs the claiming worker a futex wake.
-const IDLE_TICKS_BEFORE_SLEEP: u32 = 2;
+const IDLE_SAMPLES_BEFORE_SLEEP: u32 = 2;
 
-/// The shortest tick: a threshold below 4 ms ticks every millisecond.
-const MIN_TICK: Duration = Duration::from_millis(1);
+/// The shortest sample period: a threshold below 4 ms samples every millisecond.
+const MIN_PERIOD: Duration = Duration::from_millis(1);
 
 /// The most stall spans kept for the trace; older ones are dropped.
 const MAX_TRACED_STALLS: usize = 4096;
@@ -82,11 +82,12 @@ const MAX_TRACED_STALLS: usize = 4096;
 #[derive(Debug)]
 pub(crate) struct Monitor {
     threshold: Duration,
-    tick: Duration,
+    /// The time between two samples: a quarter of the threshold.
+    period: Duration,
     /// Rung by the claim that wakes an idle pool, and by shutdown.
     pub(crate) bell: crate::sync::Arc<Bell>,
     /// Samples taken; read by `Runtime::stats`.
-    ticks: AtomicU64,
+    samples: AtomicU64,
     /// Set while the monitor is blocked on its bell without a timeout (for the tests:
     /// `Runtime::stall_monitor_sleeping`).
     sleeping: AtomicBool,
@@ -100,9 +101,9 @@ impl Monitor {
     pub(crate) fn new(threshold: Duration, hook: Option<StallHook>, traced: bool) -> Monitor {
         Monitor {
             threshold,
-            tick: (threshold / 4).max(MIN_TICK),
+            period: (threshold / 4).max(MIN_PERIOD),
             bell: crate::sync::Arc::new(Bell::new()),
-            ticks: AtomicU64::new(0),
+            samples: AtomicU64::new(0),
             sleeping: AtomicBool::new(false),
             hook,
             traced: traced.then(|| Mutex::new(Vec::new())),
@@ -110,9 +111,9 @@ impl Monitor {
     }
 
     /// Samples taken so far.
-    pub(crate) fn ticks(&self) -> u64 {
+    pub(crate) fn samples(&self) -> u64 {
         // Relaxed: a statistic.
-        self.ticks.load(Relaxed)
+        self.samples.load(Relaxed)
     }
 
     /// Whether the monitor sleeps on its bell now, untimed.
@@ -156,25 +157,25 @@ pub(crate) fn run(registry: Arc<Registry>) {
         .map(|_| Sample::default())
         .collect();
     let mut reporter = DefaultReporter::default();
-    let mut idle_ticks = 0;
+    let mut idle_samples = 0;
     let mut compensating = false;
     loop {
-        // A ring here (a claim, shutdown) only ends the tick early.
-        monitor.bell.wait(Some(monitor.tick));
+        // A ring here (a claim, shutdown) only ends the period early.
+        monitor.bell.wait(Some(monitor.period));
         if registry.is_terminating() {
             break;
         }
         // Relaxed: a statistic; the monitor is its only writer.
-        monitor.ticks.store(monitor.ticks.load(Relaxed) + 1, Relaxed);
+        monitor.samples.store(monitor.samples.load(Relaxed) + 1, Relaxed);
         let now = Instant::now();
-        let stalled = tick(&registry, monitor, &mut samples, &mut reporter, now);
+        let stalled = sample_all(&registry, monitor, &mut samples, &mut reporter, now);
         compensating = compensate(&registry, stalled, compensating);
         if registry.sleep.load().unparked() != 0 {
-            idle_ticks = 0;
+            idle_samples = 0;
             continue;
         }
-        idle_ticks += 1;
-        if idle_ticks < IDLE_TICKS_BEFORE_SLEEP {
+        idle_samples += 1;
+        if idle_samples < IDLE_SAMPLES_BEFORE_SLEEP {
             continue;
         }
         // The pool is idle: sleep until the claim that wakes it rings (`sleep/bell.rs`).
@@ -187,9 +188,9 @@ pub(crate) fn run(registry: Arc<Registry>) {
             monitor.sleeping.store(false, Relaxed);
         }
         monitor.bell.awake();
-        idle_ticks = 0;
+        idle_samples = 0;
         // Nothing ran for a stall while we slept; start afresh (a unit that began during the
-        // sleep is seen from the next tick).
+        // sleep is seen from the next sample).
         for (index, sample) in samples.iter_mut().enumerate() {
             end_stall(&registry, monitor, index, sample, now);
             *sample = Sample::default();
@@ -199,7 +200,7 @@ pub(crate) fn run(registry: Arc<Registry>) {
 
 /// One sample of every worker: detects stalls, reports the new ones, hands off the queues of
 /// the stalled workers. Returns how many workers are stalled now.
-fn tick(
+fn sample_all(
     registry: &Registry,
     monitor: &Monitor,
     samples: &mut [Sample],

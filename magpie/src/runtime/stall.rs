@@ -140,8 +140,8 @@ impl StallInfo {
     }
 
     /// How long the unit of work had run when the stall was reported, as the monitor
-    /// measures it: from its first sample that saw the unit to the report, so up to one tick
-    /// (a quarter of the threshold) short of the truth.
+    /// measures it: from its first sample that saw the unit to the report, so up to one sample
+    /// period (a quarter of the threshold) short of the truth.
     ///
     /// # Examples
     ///

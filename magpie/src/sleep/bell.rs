@@ -3,7 +3,7 @@
 //!
 //! # Protocol
 //!
-//! The monitor samples the workers every tick while any worker is unparked. When it sees the
+//! The monitor samples the workers every period while any worker is unparked. When it sees the
 //! pool idle (the unparked count of `Sleep::state` is 0) it goes to sleep on the bell, with no
 //! timeout, so an idle pool costs it no CPU. The transition that makes the pool busy again is
 //! a claim that raises the unparked count from 0 (`Sleep::wake_cold`, `Sleep::settle`: the
@@ -71,7 +71,7 @@ impl Bell {
         self.asleep.store(false, Relaxed);
     }
 
-    /// Blocks the monitor until a ring, or `timeout` (the tick, while it samples), and
+    /// Blocks the monitor until a ring, or `timeout` (the sample period, while it samples), and
     /// consumes the ring. Returns whether it was rung.
     pub(crate) fn wait(&self, timeout: Option<Duration>) -> bool {
         let deadline = timeout.map(|t| crate::sync::time::now() + t);

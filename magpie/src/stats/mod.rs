@@ -542,10 +542,10 @@ pub struct Stats {
     pub poll_time_histogram_bounds_ns: Vec<u64>,
     /// Trace events recorded so far over all workers (0 when tracing is off).
     pub trace_events: u64,
-    /// Samples the stall monitor has taken of the workers (its ticks); 0 with stall
-    /// detection off. It ticks only while some worker is awake, so the count stands still
+    /// Samples the stall monitor has taken of the workers; 0 with stall detection off.
+    /// It samples only while some worker is awake, so the count stands still
     /// while the pool is idle: the monitor costs no CPU then.
-    pub monitor_ticks: u64,
+    pub monitor_samples: u64,
     /// Nanoseconds since the runtime was built.
     pub uptime_ns: u64,
 }
