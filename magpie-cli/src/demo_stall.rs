@@ -57,9 +57,7 @@ struct Report {
 
 pub(crate) fn run(workers: Option<usize>, json: bool, out: &mut impl Write) -> Result<(), Failure> {
     // At least two workers: one to block, one to take its queue.
-    let workers = workers
-        .map_or_else(crate::default_workers, Ok)?
-        .max(2);
+    let workers = workers.map_or_else(crate::default_workers, Ok)?.max(2);
     let reports = Arc::new(Mutex::new(Vec::new()));
     let (report_tx, report_rx) = mpsc::channel::<StallInfo>();
     let report_tx = Mutex::new(report_tx);
@@ -112,20 +110,22 @@ pub(crate) fn run(workers: Option<usize>, json: bool, out: &mut impl Write) -> R
     let queued_finished = finished.clone();
     let blocker = rt
         .submit_to(0, move || {
-            magpie::task::Builder::new().name("blocker").spawn(async move {
-                for _ in 0..QUEUED {
-                    let finished = queued_finished.clone();
-                    // Spawned inside the blocker's poll: its worker's LIFO slot and ring.
-                    drop(magpie::spawn(async move {
-                        spin(QUEUED_WORK);
-                        let worker = magpie::current_worker_index().unwrap_or(usize::MAX);
-                        finished.lock().unwrap().push((worker, start.elapsed()));
-                    }));
-                }
-                // The stall: the worker is blocked, its queue is not.
-                std::thread::sleep(BLOCK);
-                start.elapsed()
-            })
+            magpie::task::Builder::new()
+                .name("blocker")
+                .spawn(async move {
+                    for _ in 0..QUEUED {
+                        let finished = queued_finished.clone();
+                        // Spawned inside the blocker's poll: its worker's LIFO slot and ring.
+                        drop(magpie::spawn(async move {
+                            spin(QUEUED_WORK);
+                            let worker = magpie::current_worker_index().unwrap_or(usize::MAX);
+                            finished.lock().unwrap().push((worker, start.elapsed()));
+                        }));
+                    }
+                    // The stall: the worker is blocked, its queue is not.
+                    std::thread::sleep(BLOCK);
+                    start.elapsed()
+                })
         })
         .map_err(|err| Failure::Run(err.to_string()))?
         .join()

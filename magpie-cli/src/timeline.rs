@@ -693,7 +693,10 @@ mod tests {
         assert_eq!(t.counts.stalls, 1);
         let svg = t.render(200, "stall");
         assert!(svg.contains(r#"class="stall""#), "{svg}");
-        assert!(svg.contains("stall of task 5 &quot;blocker&quot; spawned at src/main.rs:9:5"), "{svg}");
+        assert!(
+            svg.contains("stall of task 5 &quot;blocker&quot; spawned at src/main.rs:9:5"),
+            "{svg}"
+        );
     }
 
     #[test]

@@ -77,7 +77,10 @@ fn a_stalled_job_is_reported_without_identity() {
         std::thread::spawn(move || rt.install(move || wait.recv_timeout(DEADLINE).unwrap()))
     };
     let info = reports.recv_timeout(DEADLINE).expect("no stall report");
-    assert_eq!((info.task(), info.name(), info.location()), (None, None, None));
+    assert_eq!(
+        (info.task(), info.name(), info.location()),
+        (None, None, None)
+    );
     assert!(info.to_string().contains("a job"), "{info}");
     release.send(()).unwrap();
     installer.join().unwrap();
@@ -164,7 +167,11 @@ fn queued_work_runs_during_a_stall(queue: Queue, others: usize, busy: bool) {
     for spinner in spinners {
         rt.block_on(spinner).unwrap();
     }
-    assert_eq!(ran.unwrap(), expected, "{what}: tasks stuck behind the stall");
+    assert_eq!(
+        ran.unwrap(),
+        expected,
+        "{what}: tasks stuck behind the stall"
+    );
     if busy {
         // Nobody searches, so nothing but the monitor's hand-off reached them. (With idle
         // workers, thieves may take everything before the threshold: no stall at all.)
@@ -210,7 +217,11 @@ fn the_monitor_sleeps_while_the_pool_is_idle() {
         // Not a synchronization: time for samples to happen, if the monitor were sampling
         // (every 5 ms here); the assertion is on the count.
         std::thread::sleep(THRESHOLD * 5);
-        assert_eq!(rt.stats().monitor_samples, samples, "the monitor sampled in an idle pool");
+        assert_eq!(
+            rt.stats().monitor_samples,
+            samples,
+            "the monitor sampled in an idle pool"
+        );
         assert!(rt.stall_monitor_sleeping());
         // Work wakes the pool, and the pool's first wake rings the monitor.
         let (release, wait) = mpsc::channel::<()>();
@@ -287,7 +298,9 @@ fn a_panicking_hook_does_not_stop_detection() {
     first.join().unwrap();
     let (release, wait) = mpsc::channel::<()>();
     let second = rt.submit(move || wait.recv_timeout(DEADLINE).unwrap());
-    let reported = rx.recv_timeout(DEADLINE).expect("the second stall was not reported");
+    let reported = rx
+        .recv_timeout(DEADLINE)
+        .expect("the second stall was not reported");
     assert_eq!(reported, Some(second.id()));
     release.send(()).unwrap();
     second.join().unwrap();

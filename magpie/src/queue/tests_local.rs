@@ -139,7 +139,10 @@ fn steal_all_takes_everything_in_order() {
         for item in handles(&values) {
             victim.push_back(item, &inject);
         }
-        assert!(inject.is_empty(), "{queued} queued: the ring was not given back");
+        assert!(
+            inject.is_empty(),
+            "{queued} queued: the ring was not given back"
+        );
         assert_eq!(drain(&victim), values);
     }
 }

@@ -166,7 +166,9 @@ pub(crate) fn run(registry: Arc<Registry>) {
             break;
         }
         // Relaxed: a statistic; the monitor is its only writer.
-        monitor.samples.store(monitor.samples.load(Relaxed) + 1, Relaxed);
+        monitor
+            .samples
+            .store(monitor.samples.load(Relaxed) + 1, Relaxed);
         let now = Instant::now();
         let stalled = sample_all(&registry, monitor, &mut samples, &mut reporter, now);
         compensating = compensate(&registry, stalled, compensating);
@@ -292,7 +294,13 @@ fn begin_stall(
 }
 
 /// The unit `sample` tracked has ended (or the monitor slept): closes its stall, if any.
-fn end_stall(registry: &Registry, monitor: &Monitor, index: usize, sample: &mut Sample, now: Instant) {
+fn end_stall(
+    registry: &Registry,
+    monitor: &Monitor,
+    index: usize,
+    sample: &mut Sample,
+    now: Instant,
+) {
     if !std::mem::take(&mut sample.stalled) {
         return;
     }

@@ -292,6 +292,10 @@ mod tests {
                 assert!(limiter.allow(Some(Id::next()), now));
             }
         }
-        assert!(limiter.last.len() <= 2 * 1000 + 64, "{}", limiter.last.len());
+        assert!(
+            limiter.last.len() <= 2 * 1000 + 64,
+            "{}",
+            limiter.last.len()
+        );
     }
 }

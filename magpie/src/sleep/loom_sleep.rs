@@ -504,7 +504,11 @@ fn bell_model(recheck: bool) {
             sleep.set_bell(Arc::new(Bell::new()));
             sleep
         };
-        let shared = ManuallyDrop::new(Arc::new((sleep, AtomicBool::new(false), AtomicBool::new(false))));
+        let shared = ManuallyDrop::new(Arc::new((
+            sleep,
+            AtomicBool::new(false),
+            AtomicBool::new(false),
+        )));
         let publisher = {
             let shared = ManuallyDrop::new((*shared).clone());
             thread::spawn(move || {
