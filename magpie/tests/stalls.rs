@@ -112,15 +112,21 @@ fn queued_work_runs_during_a_stall(queue: Queue, others: usize, busy: bool) {
             .unwrap(),
     );
     let stop = Arc::new(AtomicBool::new(false));
+    // Where each spinner was polled last.
+    let spinning_on: Arc<Vec<AtomicUsize>> =
+        Arc::new((0..others).map(|_| AtomicUsize::new(usize::MAX)).collect());
     let mut spinners = Vec::new();
     if busy {
         for worker in 1..=others {
             let stop = stop.clone();
+            let spinning_on = spinning_on.clone();
             // Spawned inside a poll on `worker`: it starts in that worker's LIFO slot.
             let spinner = rt
                 .submit_to(worker, move || {
                     magpie::spawn(async move {
                         while !stop.load(SeqCst) {
+                            let here = magpie::current_worker_index().unwrap();
+                            spinning_on[worker - 1].store(here, SeqCst);
                             magpie::task::yield_now().await;
                         }
                     })
@@ -132,22 +138,46 @@ fn queued_work_runs_during_a_stall(queue: Queue, others: usize, busy: bool) {
         }
     }
     let (done_tx, done_rx) = mpsc::channel::<()>();
-    let (started_tx, started_rx) = mpsc::channel::<()>();
+    let (started_tx, started_rx) = mpsc::channel::<usize>();
     let expected = match queue {
         Queue::Lifo => 1,
         Queue::Ring => 4,
         Queue::Mailbox => 3,
     };
+    let workers = 1 + others;
+    // Submitted to worker 0, but an idle worker may take it from the mailbox: the worker
+    // that runs it is the one it blocks.
     let blocker = {
         let done_tx = done_tx.clone();
         rt.submit_to(0, move || {
+            let blocked = magpie::current_worker_index().unwrap();
+            if busy {
+                // An idle worker may have stolen a spinner, and then another one is idle.
+                // Blocked here, this worker steals no more, and the idle ones steal the
+                // spinners (the monitor hands on one queued here) until every other worker
+                // has one: from then on nobody searches.
+                let all_but_this: Vec<usize> = (0..workers).filter(|&w| w != blocked).collect();
+                let deadline = std::time::Instant::now() + DEADLINE;
+                loop {
+                    let mut on: Vec<usize> = spinning_on.iter().map(|w| w.load(SeqCst)).collect();
+                    on.sort_unstable();
+                    if on == all_but_this {
+                        break;
+                    }
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "spinners never spread: {on:?}"
+                    );
+                    std::thread::yield_now();
+                }
+            }
             if !matches!(queue, Queue::Mailbox) {
                 for _ in 0..expected {
                     let done_tx = done_tx.clone();
                     drop(magpie::spawn(async move { done_tx.send(()).unwrap() }));
                 }
             }
-            started_tx.send(()).unwrap();
+            started_tx.send(blocked).unwrap();
             // Blocks the worker until every queued task has run elsewhere.
             (0..expected)
                 .filter(|_| done_rx.recv_timeout(DEADLINE).is_ok())
@@ -155,11 +185,14 @@ fn queued_work_runs_during_a_stall(queue: Queue, others: usize, busy: bool) {
         })
         .unwrap()
     };
-    started_rx.recv_timeout(DEADLINE).unwrap();
+    let blocked = started_rx.recv_timeout(DEADLINE).unwrap();
     if matches!(queue, Queue::Mailbox) {
         for _ in 0..expected {
             let done_tx = done_tx.clone();
-            drop(rt.submit_to(0, move || done_tx.send(()).unwrap()).unwrap());
+            drop(
+                rt.submit_to(blocked, move || done_tx.send(()).unwrap())
+                    .unwrap(),
+            );
         }
     }
     let ran = blocker.join();
@@ -173,9 +206,16 @@ fn queued_work_runs_during_a_stall(queue: Queue, others: usize, busy: bool) {
         "{what}: tasks stuck behind the stall"
     );
     if busy {
-        // Nobody searches, so nothing but the monitor's hand-off reached them. (With idle
-        // workers, thieves may take everything before the threshold: no stall at all.)
-        assert!(total_stalls(&rt) >= 1, "{what}: the stall was not seen");
+        // Nobody searched, so nothing but the monitor's hand-off reached the queued tasks.
+        // (With idle workers, thieves may take everything before the threshold: no stall.)
+        let stats = rt.stats();
+        let worker = &stats.workers[blocked];
+        assert!(worker.stalls >= 1, "{what}: the stall was not seen");
+        assert!(
+            worker.stall_handoffs >= expected as u64,
+            "{what}: {} handed off",
+            worker.stall_handoffs
+        );
     }
 }
 
