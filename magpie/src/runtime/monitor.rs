@@ -67,7 +67,7 @@ use crate::sync::atomic::*;
 use crate::sync::{lock, AtomicBool, Mutex, StatAtomicU64 as AtomicU64};
 use crate::task::raw::Header;
 
-/// Ticks in a row that must find the pool idle before the monitor sleeps. Two, so that a pool
+/// Samples in a row that must find the pool idle before the monitor sleeps. Two, so that a pool
 /// that parks between two bursts a period apart does not make the monitor sleep and be rung on
 /// every burst: each ring costs the claiming worker a futex wake.
 const IDLE_SAMPLES_BEFORE_SLEEP: u32 = 2;
@@ -153,7 +153,7 @@ pub(crate) fn run(registry: Arc<Registry>) {
         .monitor
         .as_ref()
         .expect("the monitor thread of a runtime without one");
-    let mut samples: Vec<Sample> = (0..registry.num_workers())
+    let mut seen: Vec<Sample> = (0..registry.num_workers())
         .map(|_| Sample::default())
         .collect();
     let mut reporter = DefaultReporter::default();
@@ -170,7 +170,7 @@ pub(crate) fn run(registry: Arc<Registry>) {
             .samples
             .store(monitor.samples.load(Relaxed) + 1, Relaxed);
         let now = Instant::now();
-        let stalled = sample_all(&registry, monitor, &mut samples, &mut reporter, now);
+        let stalled = sample_all(&registry, monitor, &mut seen, &mut reporter, now);
         compensating = compensate(&registry, stalled, compensating);
         if registry.sleep.load().unparked() != 0 {
             idle_samples = 0;
@@ -182,7 +182,8 @@ pub(crate) fn run(registry: Arc<Registry>) {
         }
         // The pool is idle: sleep until the claim that wakes it rings (`sleep/bell.rs`).
         monitor.bell.going_to_sleep();
-        // SeqCst (inside `load`): the second half of our side of the bell's pair.
+        // After the fence in `going_to_sleep`: the second half of our side of the bell's
+        // pair (`sleep/bell.rs`).
         if registry.sleep.load().unparked() == 0 && !registry.is_terminating() {
             // Relaxed: see `sleeping`.
             monitor.sleeping.store(true, Relaxed);
@@ -193,7 +194,7 @@ pub(crate) fn run(registry: Arc<Registry>) {
         idle_samples = 0;
         // Nothing ran for a stall while we slept; start afresh (a unit that began during the
         // sleep is seen from the next sample).
-        for (index, sample) in samples.iter_mut().enumerate() {
+        for (index, sample) in seen.iter_mut().enumerate() {
             end_stall(&registry, monitor, index, sample, now);
             *sample = Sample::default();
         }
