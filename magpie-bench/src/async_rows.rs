@@ -108,17 +108,28 @@ pub(crate) enum AsyncImpl {
     FuturesPool,
     /// tokio for the async part, a rayon pool for the fork-join part (`mixed` only).
     TokioRayon,
+    /// magpie with stall detection off (`Builder::stall_threshold(None)`): not a peer, the
+    /// baseline of what the stall monitor costs. Its `magpie/this` ratio is on / off (the
+    /// `magpie` row runs with the default threshold, 100 ms).
+    #[value(name = "magpie-stall-off")]
+    MagpieStallOff,
 }
 
 impl AsyncImpl {
     /// All of them, in the order of the tables.
-    pub(crate) const ALL: [AsyncImpl; 5] = [
+    pub(crate) const ALL: [AsyncImpl; 6] = [
         AsyncImpl::Magpie,
         AsyncImpl::Tokio,
         AsyncImpl::AsyncExecutor,
         AsyncImpl::FuturesPool,
         AsyncImpl::TokioRayon,
+        AsyncImpl::MagpieStallOff,
     ];
+
+    /// Whether this is a peer (another library), as opposed to magpie itself.
+    fn is_peer(self) -> bool {
+        !matches!(self, AsyncImpl::Magpie | AsyncImpl::MagpieStallOff)
+    }
 
     /// The name used in tables and JSON.
     pub(crate) fn name(self) -> &'static str {
@@ -128,6 +139,7 @@ impl AsyncImpl {
             AsyncImpl::AsyncExecutor => "async-executor",
             AsyncImpl::FuturesPool => "futures ThreadPool",
             AsyncImpl::TokioRayon => "tokio+rayon",
+            AsyncImpl::MagpieStallOff => "magpie (stall off)",
         }
     }
 }
@@ -307,6 +319,8 @@ impl Drop for ExecutorPool {
 pub(crate) struct AsyncPools {
     workers: usize,
     magpie: MagpieExec,
+    /// The same, with stall detection off.
+    magpie_stall_off: MagpieExec,
     tokio: tokio::runtime::Runtime,
     executor: ExecutorPool,
     futures: FuturesExec,
@@ -317,11 +331,17 @@ pub(crate) struct AsyncPools {
 impl AsyncPools {
     /// Builds every runtime and pool with `workers` threads each.
     pub(crate) fn new(workers: usize) -> AsyncPools {
-        let magpie = magpie::Runtime::builder()
-            .worker_threads(workers)
-            .thread_name(MAGPIE_THREAD_PREFIX)
-            .build()
-            .expect("could not build the magpie runtime");
+        let magpie_with = |threshold: Option<Duration>| {
+            magpie::Runtime::builder()
+                .worker_threads(workers)
+                .thread_name(MAGPIE_THREAD_PREFIX)
+                .stall_threshold(threshold)
+                .build()
+                .expect("could not build the magpie runtime")
+        };
+        // Explicit, so that `MAGPIE_STALL_THRESHOLD_MS` cannot make the two the same.
+        let magpie = magpie_with(Some(Duration::from_millis(100)));
+        let magpie_stall_off = MagpieExec(Arc::new(magpie_with(None)));
         let tokio = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
             .thread_name(TOKIO_THREAD_NAME)
@@ -340,6 +360,7 @@ impl AsyncPools {
         AsyncPools {
             workers,
             magpie: MagpieExec(Arc::new(magpie)),
+            magpie_stall_off,
             tokio,
             executor: ExecutorPool::new(workers),
             futures: FuturesExec(futures),
@@ -380,6 +401,7 @@ impl AsyncPools {
             ($row_fn:ident) => {
                 match imp {
                     AsyncImpl::Magpie => $row_fn(&self.magpie),
+                    AsyncImpl::MagpieStallOff => $row_fn(&self.magpie_stall_off),
                     AsyncImpl::Tokio => $row_fn(&tokio),
                     AsyncImpl::AsyncExecutor => $row_fn(&self.executor.exec),
                     AsyncImpl::FuturesPool => $row_fn(&self.futures),
@@ -395,6 +417,7 @@ impl AsyncPools {
             Row::ChainedSpawn => with_exec!(chained_spawn),
             Row::Mixed => match imp {
                 AsyncImpl::Magpie => mixed_magpie(&self.magpie),
+                AsyncImpl::MagpieStallOff => mixed_magpie(&self.magpie_stall_off),
                 AsyncImpl::TokioRayon => mixed_tokio_rayon(&tokio, &self.rayon),
                 other => unreachable!("{other} does not run `mixed`"),
             },
@@ -477,12 +500,17 @@ impl Row {
     /// The implementations that take part in this row.
     pub(crate) fn impls(self) -> &'static [AsyncImpl] {
         match self {
-            Row::Mixed => &[AsyncImpl::Magpie, AsyncImpl::TokioRayon],
+            Row::Mixed => &[
+                AsyncImpl::Magpie,
+                AsyncImpl::TokioRayon,
+                AsyncImpl::MagpieStallOff,
+            ],
             _ => &[
                 AsyncImpl::Magpie,
                 AsyncImpl::Tokio,
                 AsyncImpl::AsyncExecutor,
                 AsyncImpl::FuturesPool,
+                AsyncImpl::MagpieStallOff,
             ],
         }
     }
@@ -744,7 +772,7 @@ impl RowMeasurement {
     fn best_peer(&self) -> Option<(AsyncImpl, Duration)> {
         self.results
             .iter()
-            .filter(|(imp, _)| *imp != AsyncImpl::Magpie)
+            .filter(|(imp, _)| imp.is_peer())
             .map(|(imp, s)| (*imp, median(s)))
             .min_by_key(|&(_, med)| med)
     }
@@ -833,6 +861,13 @@ pub(crate) fn render_row(m: &RowMeasurement) -> String {
             out,
             "\nmagpie / best peer ({peer}): {}",
             ratio(magpie, Some(best))
+        );
+    }
+    if let Some(off) = m.median(AsyncImpl::MagpieStallOff) {
+        let _ = writeln!(
+            out,
+            "\nstall detection on / off: {}",
+            ratio(magpie, Some(off))
         );
     }
     if let Some(caveat) = m.row.caveat() {

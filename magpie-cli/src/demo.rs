@@ -33,6 +33,10 @@ pub(crate) struct DemoArgs {
     /// Work of a light task in microseconds (each varies by ±20%).
     #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=60_000_000))]
     light_us: u64,
+    /// Instead: a task blocks its worker for 2 s with tasks queued behind it while the
+    /// other workers are busy; shows the stall report and who ran the queued tasks.
+    #[arg(long)]
+    stall: bool,
 }
 
 /// One worker's row of the final table.
@@ -62,6 +66,9 @@ struct Report {
 }
 
 pub(crate) fn run(args: &DemoArgs, out: &mut impl Write) -> Result<(), Failure> {
+    if args.stall {
+        return crate::demo_stall::run(args.common.workers, args.common.json, out);
+    }
     // The README's command runs on the embedded default runtime; `--workers` configures it
     // before its first use. Without it, a bad `MAGPIE_WORKER_THREADS` is an error here, not
     // a panic in `magpie::default_runtime`.

@@ -1,7 +1,9 @@
 //! `magpie`: shows the magpie scheduler at work.
 //!
 //! - `magpie demo`: the task pool's load-balancing scenario, heavy tasks all queued on worker
-//!   0 and light ones spread, with a live view of the steals that even the load out.
+//!   0 and light ones spread, with a live view of the steals that even the load out;
+//!   `magpie demo --stall`: a task that blocks its worker, the stall report, and the other
+//!   workers taking its queue.
 //! - `magpie compare`: work stealing against three schedules without it, on the four
 //!   workload patterns.
 //! - `magpie scale`: the scaling table, 1, 2, 4, … workers on the same tasks.
@@ -21,6 +23,7 @@ use clap::{Args, Parser, Subcommand};
 mod baseline;
 mod compare;
 mod demo;
+mod demo_stall;
 mod report;
 mod scale;
 mod svg;

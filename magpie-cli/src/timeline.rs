@@ -6,6 +6,8 @@
 //! spans count once), of category `park` are *parked*; time in a lane covered by neither is
 //! *awake and searching*. `i` instants of category `steal` (with `args.victim`) become arrows
 //! from the victim's lane to the thief's (both get a lane), of category `inject` small ticks.
+//! `X` spans of category `stall` (the stall monitor's) are drawn in red over their lane,
+//! with the task's id, name and spawn location in their tooltip.
 //! Anything else is counted and ignored.
 //!
 //! A drawn event's times must be finite and within ±[`MAX_TIME_US`], and a span's duration
@@ -139,6 +141,7 @@ pub(crate) struct Counts {
     pub(crate) park_spans: usize,
     pub(crate) steals: usize,
     pub(crate) inject_pulls: usize,
+    pub(crate) stalls: usize,
     pub(crate) ignored: usize,
     /// Events the runtime's trace rings overwrote before the export (its `events_lost`).
     pub(crate) lost: u64,
@@ -153,6 +156,8 @@ struct Lane {
     /// The parked spans spent in the I/O driver (`epoll_wait`), also in `parked`.
     in_driver: Vec<(f64, f64)>,
     injects: Vec<f64>,
+    /// Stalls: the span and its tooltip.
+    stalls: Vec<(f64, f64, String)>,
 }
 
 /// A steal: at `ts`, worker `thief` took `count` items from worker `victim`.
@@ -214,6 +219,28 @@ impl Timeline {
                     if e.cat == "park" && e.args["driver"].as_bool() == Some(true) {
                         lane.in_driver.push((ts, ts + dur));
                     }
+                    (ts, ts + dur)
+                }
+                ("X", "stall") => {
+                    let ts = checked_time(index, "ts", e.ts)?;
+                    let dur = checked_time(index, "dur", e.dur)?;
+                    let mut what = String::from("stall");
+                    if let Some(task) = e.args["task"].as_u64() {
+                        what.push_str(&format!(" of task {task}"));
+                    }
+                    if let Some(name) = e.args["name"].as_str() {
+                        what.push_str(&format!(" {name:?}"));
+                    }
+                    if let Some(location) = e.args["location"].as_str() {
+                        what.push_str(&format!(" spawned at {location}"));
+                    }
+                    what.push_str(&format!(", {}", format_us(dur)));
+                    lanes
+                        .entry(e.tid)
+                        .or_default()
+                        .stalls
+                        .push((ts, ts + dur, what));
+                    counts.stalls += 1;
                     (ts, ts + dur)
                 }
                 ("i" | "I", "steal") => {
@@ -331,6 +358,19 @@ impl Timeline {
                     LANE_HEIGHT,
                 );
             }
+            // Stalls over the lane's lower third, in red, each with its own tooltip.
+            for (from, to, what) in &lane.stalls {
+                let (first, last) = (layout.column(*from), layout.column(*to));
+                svg.group_titled(what);
+                svg.rect(
+                    "stall",
+                    MARGIN_LEFT + first as f64,
+                    y + LANE_HEIGHT * 2.0 / 3.0,
+                    (last + 1 - first) as f64,
+                    LANE_HEIGHT / 3.0,
+                );
+                svg.end_group();
+            }
             let ticks: BTreeSet<usize> = lane.injects.iter().map(|&t| layout.column(t)).collect();
             for x in ticks {
                 let x = MARGIN_LEFT + x as f64 + 0.5;
@@ -387,7 +427,7 @@ const AXIS_HEIGHT: f64 = 34.0;
 const LEGEND_HEIGHT: f64 = 30.0;
 
 const STYLE: &str =
-    ".busy{fill:#2e86c1}.search{fill:#f4d03f}.park{fill:#d5d8dc}.driver{fill:#a3e4d7}\
+    ".busy{fill:#2e86c1}.search{fill:#f4d03f}.park{fill:#d5d8dc}.driver{fill:#a3e4d7}.stall{fill:#e74c3c}\
 .steal{stroke:#c0392b;stroke-width:1;marker-end:url(#arrow)}.inject{stroke:#1e8449;stroke-width:1}\
 .axis{stroke:#555;stroke-width:1}.grid{stroke:#bbb;stroke-width:0.5;stroke-dasharray:2,3}\
 .title{font-size:15px;font-weight:bold}.label{font-size:12px}.tick{font-size:11px;fill:#333}";
@@ -518,11 +558,12 @@ impl Layout {
 }
 
 /// The legend: a CSS class (a filled box, or the steal arrow or inject tick) and its label.
-const LEGEND: [(&str, &str); 6] = [
+const LEGEND: [(&str, &str); 7] = [
     ("busy", "busy (task poll or job)"),
     ("search", "awake, searching"),
     ("park", "parked"),
     ("driver", "parked in epoll_wait"),
+    ("stall", "stall"),
     ("steal", "steal (victim to thief)"),
     ("inject", "inject queue pull"),
 ];
@@ -640,6 +681,22 @@ mod tests {
             ]
         );
         assert!(t.render(100, "t").contains("class=\"driver\""));
+    }
+
+    #[test]
+    fn draws_stalls_in_red_with_their_task() {
+        let json = r#"{"traceEvents":[
+ {"name":"poll","cat":"task","ph":"X","pid":1,"tid":0,"ts":0.0,"dur":300000.0,"args":{"task":5}},
+ {"name":"stall","cat":"stall","ph":"X","cname":"terrible","pid":1,"tid":0,"ts":100000.0,"dur":200000.0,"args":{"task":5,"name":"blocker","location":"src/main.rs:9:5"}}
+]}"#;
+        let t = Timeline::parse(json).unwrap();
+        assert_eq!(t.counts.stalls, 1);
+        let svg = t.render(200, "stall");
+        assert!(svg.contains(r#"class="stall""#), "{svg}");
+        assert!(
+            svg.contains("stall of task 5 &quot;blocker&quot; spawned at src/main.rs:9:5"),
+            "{svg}"
+        );
     }
 
     #[test]

@@ -132,6 +132,9 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
         c.steals,
         c.inject_pulls
     )?;
+    if c.stalls > 0 {
+        writeln!(out, "{} stalls (drawn in red)", c.stalls)?;
+    }
     if c.lost > 0 {
         writeln!(
             out,

@@ -138,8 +138,8 @@ mod stats;
 pub use join::{join, scope, Scope};
 pub use runtime::{
     block_on, current_num_workers, current_worker_index, default_runtime, spawn, spawn_blocking,
-    submit, try_default_runtime, ActiveWorkersError, BuildError, Builder, Runtime, SubmitError,
-    UnhandledPanic, MAX_WORKERS, MIN_STACK_SIZE,
+    submit, try_default_runtime, ActiveWorkersError, BuildError, Builder, Runtime, StallInfo,
+    SubmitError, UnhandledPanic, MAX_WORKERS, MIN_STACK_SIZE,
 };
 pub use stats::{Stats, WorkerStats};
 pub use sync::barrier::{BarrierMode, AUTO_ASYMMETRIC_MAX_CPUS};

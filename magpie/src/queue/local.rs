@@ -441,6 +441,75 @@ impl<T> Steal<T> {
         Some(NonNull::new(ret).expect("stole an empty slot"))
     }
 
+    /// Moves *every* queued item (up to `CAPACITY`) into `out`, oldest first, and returns
+    /// how many. For a thread that owns no ring of its own: the stall monitor, which hands a
+    /// stalled worker's tasks to the inject queue (`runtime/monitor.rs`).
+    ///
+    /// The same three steps as [`Steal::steal_into`], with two differences that change no
+    /// invariant: the claim is the whole of `real..tail` rather than half (invariant 2 bounds
+    /// it by `CAPACITY`, and `out` is a `Vec`, so there is no room to check), and the copy
+    /// goes to `out` rather than into a ring's slots. The claim is still one CAS that leaves
+    /// `steal` behind, so the owner's pops skip the batch and its pushes see the slots as
+    /// taken (they overflow, as with any thief copying) until the release. Returns 0, taking
+    /// nothing, if the ring is empty or another thief is copying from it right now.
+    pub(crate) fn steal_all(&self, out: &mut Vec<NonNull<T>>) -> usize {
+        let src = &*self.inner;
+        // Step 1: claim everything queued. Acquire: as in `steal_into`.
+        let mut head = src.head.load(Acquire);
+        let (first, n) = loop {
+            let (steal, real) = unpack(head);
+            if steal != real {
+                // Another thief is copying; one claim at a time (invariant 2).
+                return 0;
+            }
+            // Acquire: pairs with the Release store of `tail` in `push_back` (or the owner's
+            // own `steal_into`), publishing the slots below it.
+            let tail = src.tail.load(Acquire) as u32;
+            // As in `steal_into`, `tail` may be newer than `head`: the cap keeps a claim
+            // within the ring, and the CAS below fails if `head` moved.
+            let n = tail.wrapping_sub(real).min(CAP);
+            if n == 0 {
+                return 0;
+            }
+            // Release / Acquire: as in `steal_into`.
+            match src.head.compare_exchange(
+                head,
+                pack(steal, real.wrapping_add(n)),
+                Release,
+                Acquire,
+            ) {
+                Ok(_) => break (real, n),
+                Err(actual) => head = actual,
+            }
+        };
+
+        // Step 2: copy. Indices `first..first + n` are ours (invariant 3).
+        out.reserve(n as usize);
+        for i in 0..n {
+            // Relaxed: published by the `tail` we acquired (invariant 4).
+            let ptr = src.slot(first.wrapping_add(i)).load(Relaxed);
+            out.push(NonNull::new(ptr).expect("stole an empty slot"));
+        }
+
+        // Step 3: release, as in `steal_into`: `steal` catches up with `real`, retrying while
+        // the owner pops.
+        let mut head = pack(first, first.wrapping_add(n));
+        loop {
+            let (steal, real) = unpack(head);
+            debug_assert_eq!(steal, first, "someone else moved `steal` during our claim");
+            // Release: our slot reads happen before the owner reuses the slots; pairs with the
+            // Acquire load of `head` in `push_back`. Relaxed on failure: as in `steal_into`.
+            match src
+                .head
+                .compare_exchange(head, pack(real, real), Release, Relaxed)
+            {
+                Ok(_) => break,
+                Err(actual) => head = actual,
+            }
+        }
+        n as usize
+    }
+
     /// The number of queued items, approximately (it may be stale by the time it returns).
     pub(crate) fn len(&self) -> usize {
         // Acquire: pairs with the Release CAS of whoever last moved `real`, so `tail`, read

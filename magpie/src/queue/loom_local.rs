@@ -176,3 +176,30 @@ fn loom_steal_into_a_ring_being_stolen_from() {
         items.check(&taken, true);
     });
 }
+
+#[test]
+fn loom_steal_all_races_push_and_pop() {
+    // The stall monitor's drain of a worker's ring (`Steal::steal_all`) while the owner,
+    // which was not stalled after all, goes on pushing and popping: every item is taken
+    // exactly once, by the owner, the monitor or the overflow.
+    model(None, || {
+        let items = Items::new(4);
+        let inject = Inject::new();
+        let (local, steal) = local::local_starting_at(u32::MAX - 1);
+        local.push_back(items.get(0), &inject);
+        local.push_back(items.get(1), &inject);
+        let monitor = thread::spawn(move || {
+            let mut out = Vec::new();
+            steal.steal_all(&mut out);
+            out.into_iter().map(addr).collect::<Vec<_>>()
+        });
+        let mut taken: Vec<usize> = Vec::new();
+        local.push_back(items.get(2), &inject);
+        taken.extend(local.pop().map(addr));
+        local.push_back(items.get(3), &inject);
+        taken.extend(monitor.join().unwrap());
+        drain(&local, &mut taken);
+        drain_inject(&inject, &mut taken);
+        items.check(&taken, true);
+    });
+}

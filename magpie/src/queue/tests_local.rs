@@ -123,6 +123,72 @@ fn steal_takes_half_rounded_up_and_returns_one() {
 }
 
 #[test]
+fn steal_all_takes_everything_in_order() {
+    for queued in [0, 1, 2, 5, 100, CAPACITY] {
+        let values: Vec<usize> = (0..queued).collect();
+        let inject = Inject::new();
+        let (victim, steal) = local::local_starting_at(u32::MAX - 3);
+        for item in handles(&values) {
+            victim.push_back(item, &inject);
+        }
+        let mut out = Vec::new();
+        assert_eq!(steal.steal_all(&mut out), queued);
+        assert_eq!(out.into_iter().map(value).collect::<Vec<_>>(), values);
+        assert!(victim.is_empty() && steal.is_empty());
+        // The owner goes on as before: the slots were given back.
+        for item in handles(&values) {
+            victim.push_back(item, &inject);
+        }
+        assert!(
+            inject.is_empty(),
+            "{queued} queued: the ring was not given back"
+        );
+        assert_eq!(drain(&victim), values);
+    }
+}
+
+#[test]
+fn steal_all_races_the_owner_without_loss_or_duplicates() {
+    // The owner pushes and pops while another thread drains it with `steal_all`, as the
+    // stall monitor does to a worker it thinks stalled: every item is taken exactly once.
+    const ITEMS: usize = STRESS_ITEMS / 10;
+    let values: Vec<usize> = (0..ITEMS).collect();
+    let inject = Inject::new();
+    let (owner, steal) = local::local();
+    let done = Arc::new(AtomicBool::new(false));
+    let monitor = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut out = Vec::new();
+            while !done.load(Acquire) {
+                out.clear();
+                steal.steal_all(&mut out);
+                got.extend(out.iter().map(|&p| value(p)));
+            }
+            out.clear();
+            steal.steal_all(&mut out);
+            got.extend(out.iter().map(|&p| value(p)));
+            got
+        })
+    };
+    let mut taken = Vec::new();
+    for (i, item) in handles(&values).into_iter().enumerate() {
+        owner.push_back(item, &inject);
+        if i % 3 == 0 {
+            taken.extend(owner.pop().map(value));
+        }
+    }
+    taken.extend(drain(&owner));
+    // Release: pairs with the monitor's Acquire load; it then drains what is left.
+    done.store(true, Release);
+    taken.extend(monitor.join().unwrap());
+    taken.extend(drain_inject(&inject));
+    taken.sort_unstable();
+    assert_eq!(taken, values);
+}
+
+#[test]
 fn steal_from_an_empty_ring_gives_nothing() {
     let (_victim, steal) = local::local::<usize>();
     let (thief, _) = local::local();

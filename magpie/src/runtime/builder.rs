@@ -4,6 +4,7 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
+use super::stall::{StallHook, StallInfo};
 use super::task_hooks::{TaskHook, UnhandledPanic};
 use super::Runtime;
 use crate::sync::barrier::BarrierMode;
@@ -73,7 +74,19 @@ pub struct Builder {
     pub(super) on_task_spawn: Option<TaskHook>,
     pub(super) on_task_terminate: Option<TaskHook>,
     pub(super) unhandled_panic: UnhandledPanic,
+    /// `None`: not set (the environment, else the default); `Some(None)`: off.
+    pub(super) stall_threshold: Option<Option<Duration>>,
+    pub(super) on_stall: Option<StallHook>,
 }
+
+/// The stall threshold when none is set (by [`Builder::stall_threshold`] or
+/// `MAGPIE_STALL_THRESHOLD_MS`): 100 ms, tokio-console's "long poll" default for a warning.
+/// Off under loom and shuttle, whose models run no monitor thread.
+const DEFAULT_STALL_THRESHOLD: Option<Duration> = if cfg!(any(loom, shuttle)) {
+    None
+} else {
+    Some(Duration::from_millis(100))
+};
 
 impl Builder {
     /// A builder with the defaults: one worker per available CPU, or as many as the
@@ -501,6 +514,92 @@ impl Builder {
         self
     }
 
+    /// How long one unit of work (a task poll, a job, a submitted closure) may run on a
+    /// worker before it counts as a *stall*; `None` (or a zero duration) turns stall
+    /// detection off. Without a call here the environment variable
+    /// `MAGPIE_STALL_THRESHOLD_MS` decides (a number of milliseconds; `0` or `off` turns it
+    /// off; anything else makes [`Builder::build`] fail with
+    /// [`BuildError::InvalidStallThresholdEnv`]), else the default, 100 ms.
+    ///
+    /// With detection on, the runtime runs one more thread, the *stall monitor*, which
+    /// samples the workers every quarter threshold while any of them is awake and sleeps
+    /// while the pool is idle. A stall is counted ([`WorkerStats::stalls`],
+    /// [`WorkerStats::longest_stall_ns`]), drawn in the trace, and reported once to the
+    /// [`on_stall`](Builder::on_stall) hook (by default, one line on stderr at most once per
+    /// task per second); meanwhile the tasks queued on the stalled worker are moved to the
+    /// global queue, where the other workers, busy or not, find them.
+    ///
+    /// A fork-join computation that one worker runs inline (`join` after `join`, without
+    /// waiting for a stolen half) is one unit of work: a long `install` or parallel
+    /// iterator is one stall of a job, with no task identity.
+    ///
+    /// [`WorkerStats::stalls`]: crate::WorkerStats::stalls
+    /// [`WorkerStats::longest_stall_ns`]: crate::WorkerStats::longest_stall_ns
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(2)
+    ///     .stall_threshold(Duration::from_millis(20))
+    ///     .on_stall(|info| eprintln!("{info}"))
+    ///     .build()
+    ///     .unwrap();
+    /// rt.submit(|| std::thread::sleep(Duration::from_millis(60))).join().unwrap();
+    /// # let _ = rt.stats().workers.iter().map(|w| w.stalls).sum::<u64>();
+    ///
+    /// let quiet = magpie::Runtime::builder().stall_threshold(None).build().unwrap();
+    /// assert_eq!(quiet.stats().monitor_samples, 0);
+    /// ```
+    pub fn stall_threshold(mut self, threshold: impl Into<Option<Duration>>) -> Builder {
+        self.stall_threshold = Some(threshold.into());
+        self
+    }
+
+    /// Sets the function called once per stall (see [`Builder::stall_threshold`]), with the
+    /// stalled worker, the task's id, name and spawn location (`None`s for a job) and how
+    /// long it has run. It runs on the stall monitor's thread while the stall lasts; a panic
+    /// in it is caught and dropped, and detection goes on. Replaces the default reporter
+    /// (one line on stderr, at most once per task per second).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let stalls = Arc::new(AtomicU64::new(0));
+    /// let seen = stalls.clone();
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(1)
+    ///     .stall_threshold(Duration::from_millis(20))
+    ///     .on_stall(move |_info: &magpie::StallInfo| {
+    ///         seen.fetch_add(1, Relaxed);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// // A closure that blocks its worker until the hook has heard of it.
+    /// let watched = stalls.clone();
+    /// rt.submit(move || {
+    ///     while watched.load(Relaxed) == 0 {
+    ///         std::thread::yield_now();
+    ///     }
+    /// })
+    /// .join()
+    /// .unwrap();
+    /// assert_eq!(stalls.load(Relaxed), 1);
+    /// ```
+    pub fn on_stall<F>(mut self, hook: F) -> Builder
+    where
+        F: Fn(&StallInfo) + Send + Sync + 'static,
+    {
+        self.on_stall = Some(StallHook::new(hook));
+        self
+    }
+
     /// Starts the workers.
     ///
     /// # Errors
@@ -615,6 +714,19 @@ impl Builder {
         }
     }
 
+    /// The stall threshold: as set, else `MAGPIE_STALL_THRESHOLD_MS`, else the default;
+    /// `None` when detection is off.
+    pub(super) fn resolved_stall_threshold(&self) -> Result<Option<Duration>, BuildError> {
+        let threshold = match self.stall_threshold {
+            Some(threshold) => threshold,
+            None => match std::env::var("MAGPIE_STALL_THRESHOLD_MS") {
+                Ok(value) => stall_threshold_env(&value)?,
+                Err(_) => DEFAULT_STALL_THRESHOLD,
+            },
+        };
+        Ok(threshold.filter(|t| !t.is_zero()))
+    }
+
     /// Whether tracing is on: as set, else `MAGPIE_TRACE=1`.
     pub(super) fn resolved_trace(&self) -> bool {
         self.trace
@@ -654,6 +766,22 @@ fn worker_threads_env(value: &str) -> Result<Option<usize>, BuildError> {
     }
 }
 
+/// What a `MAGPIE_STALL_THRESHOLD_MS` of `value` asks for: a threshold, or `None` (`0`,
+/// `off`) for no detection.
+fn stall_threshold_env(value: &str) -> Result<Option<Duration>, BuildError> {
+    let trimmed = value.trim();
+    if trimmed.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    match trimmed.parse::<u64>() {
+        Ok(0) => Ok(None),
+        Ok(ms) => Ok(Some(Duration::from_millis(ms))),
+        Err(_) => Err(BuildError::InvalidStallThresholdEnv {
+            value: trimmed.chars().take(40).collect(),
+        }),
+    }
+}
+
 /// Why a runtime could not be built.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -671,7 +799,8 @@ pub enum BuildError {
         /// The variable's value, without the spaces around it.
         value: String,
     },
-    /// The OS refused to start worker `index`; the workers already started were stopped.
+    /// The OS refused to start worker `index` (or, with `index` equal to the worker count,
+    /// the stall monitor's thread); the threads already started were stopped.
     Spawn {
         /// The worker that failed to start.
         index: usize,
@@ -734,6 +863,12 @@ pub enum BuildError {
         /// The variable's value (its first 40 characters).
         value: String,
     },
+    /// No stall threshold was set and the environment variable `MAGPIE_STALL_THRESHOLD_MS`
+    /// is neither a number of milliseconds nor `off` (see [`Builder::stall_threshold`]).
+    InvalidStallThresholdEnv {
+        /// The variable's value, without the spaces around it (its first 40 characters).
+        value: String,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -766,6 +901,10 @@ impl fmt::Display for BuildError {
             BuildError::InvalidBarrierEnv { value } => write!(
                 f,
                 "MAGPIE_BARRIER is {value:?}; use auto, asymmetric or symmetric"
+            ),
+            BuildError::InvalidStallThresholdEnv { value } => write!(
+                f,
+                "MAGPIE_STALL_THRESHOLD_MS is {value:?}; use a number of milliseconds, or 0 or off"
             ),
             BuildError::InvalidThreadName => f.write_str("thread names may not contain NUL bytes"),
             BuildError::ZeroBlockingThreads => {
@@ -918,6 +1057,36 @@ mod tests {
             traced(4095, 2).checked_trace_capacity(),
             Err(BuildError::TraceMemoryTooLarge { workers: 4097, .. })
         ));
+    }
+
+    #[test]
+    fn stall_threshold_from_the_environment() {
+        let ms = |n| Some(Duration::from_millis(n));
+        for (value, expected) in [
+            ("250", ms(250)),
+            (" 20\n", ms(20)),
+            ("0", None),
+            ("off", None),
+            ("OFF", None),
+        ] {
+            assert_eq!(stall_threshold_env(value).unwrap(), expected, "{value:?}");
+        }
+        for value in ["", "-1", "abc", "2.5", "100ms", "99999999999999999999999"] {
+            let err = stall_threshold_env(value).unwrap_err();
+            assert!(
+                matches!(&err, BuildError::InvalidStallThresholdEnv { value: v } if v == value.trim()),
+                "{value:?}: {err:?}"
+            );
+        }
+        assert_eq!(
+            stall_threshold_env("abc").unwrap_err().to_string(),
+            "MAGPIE_STALL_THRESHOLD_MS is \"abc\"; use a number of milliseconds, or 0 or off"
+        );
+        // Set on the builder, the variable is not read; zero is off.
+        let builder = Builder::new().stall_threshold(Duration::ZERO);
+        assert_eq!(builder.resolved_stall_threshold().unwrap(), None);
+        let builder = Builder::new().stall_threshold(Duration::from_millis(5));
+        assert_eq!(builder.resolved_stall_threshold().unwrap(), ms(5));
     }
 
     #[test]

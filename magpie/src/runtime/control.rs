@@ -72,8 +72,23 @@ impl Runtime {
             poll_time_histogram_enabled: registry.poll_time_histogram,
             poll_time_histogram_bounds_ns: histogram_bounds_ns(),
             trace_events: registry.traces.iter().flatten().map(|r| r.recorded()).sum(),
+            monitor_samples: registry.monitor.as_ref().map_or(0, |m| m.samples()),
             uptime_ns,
         }
+    }
+
+    /// Whether the stall monitor sleeps now, waiting for the pool to wake (false with stall
+    /// detection off). For the tests of its idle cost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().stall_threshold(None).build().unwrap();
+    /// assert!(!rt.stall_monitor_sleeping());
+    /// ```
+    #[doc(hidden)]
+    pub fn stall_monitor_sleeping(&self) -> bool {
+        self.registry.monitor.as_ref().is_some_and(|m| m.sleeping())
     }
 
     /// The barrier mode the workers use: [`BarrierMode::Asymmetric`](crate::BarrierMode::Asymmetric) or
@@ -191,9 +206,15 @@ impl Runtime {
         };
         let file = std::fs::File::create(path).map_err(named)?;
         let now = self.registry.uptime_ns();
+        let stalls = self
+            .registry
+            .monitor
+            .as_ref()
+            .map_or_else(Vec::new, |monitor| monitor.traced_stalls(now));
         trace::write_chrome_json(
             &mut io::BufWriter::new(file),
             &events,
+            &stalls,
             self.registry.id,
             now,
         )

@@ -10,7 +10,9 @@ mod control;
 pub(crate) mod global;
 pub(crate) mod handle;
 mod idle_wait;
+mod monitor;
 pub(crate) mod registry;
+mod stall;
 pub(crate) mod task_hooks;
 mod topology;
 pub(crate) mod worker;
@@ -22,6 +24,7 @@ use std::time::{Duration, Instant};
 pub use builder::{BuildError, Builder, MAX_WORKERS, MIN_STACK_SIZE};
 pub use control::ActiveWorkersError;
 pub use global::try_default_runtime;
+pub use stall::StallInfo;
 pub use task_hooks::UnhandledPanic;
 
 use crate::queue::{chase_lev, local};
@@ -214,6 +217,9 @@ impl Runtime {
             // None unless asked for (a debugging aid, `Builder::park_safety_net`), and never
             // under loom, where a timed park does not block (see `sync::time`).
             park_safety_net: builder.park_safety_net.filter(|_| !cfg!(loom)),
+            stall: builder
+                .resolved_stall_threshold()?
+                .map(|threshold| (threshold, builder.on_stall.clone())),
         };
         #[cfg(not(loom))]
         let io = crate::io::IoDriver::new().map_err(BuildError::Io)?;
@@ -269,6 +275,24 @@ impl Runtime {
                         let _ = handle.join();
                     }
                     return Err(BuildError::Spawn { index, source });
+                }
+            }
+        }
+        if registry.monitor.is_some() {
+            // Started after the workers: it samples their words from its first tick.
+            let for_monitor = registry.clone();
+            let spawned = thread::Builder::new()
+                .name(format!("{name}-monitor"))
+                .spawn(move || monitor::run(for_monitor));
+            match spawned {
+                // Joined with the workers (`shutdown`); it exits when the runtime terminates.
+                Ok(handle) => threads.push(handle),
+                Err(source) => {
+                    registry.terminate();
+                    for handle in threads {
+                        let _ = handle.join();
+                    }
+                    return Err(BuildError::Spawn { index: n, source });
                 }
             }
         }

@@ -122,6 +122,8 @@ pub(crate) struct Registry {
     workers_alive: AtomicUsize,
     /// Distinguishes runtimes in thread names and debug output.
     pub(crate) id: usize,
+    /// The stall monitor's state (`monitor.rs`); `None` with stall detection off.
+    pub(crate) monitor: Option<super::monitor::Monitor>,
 }
 
 // SAFETY: the raw task pointers in the queues stand for `Notified`s, which are `Send`;
@@ -145,6 +147,8 @@ pub(crate) struct Options {
     pub(crate) hooks: Arc<TaskHooks>,
     pub(crate) barrier: crate::sync::barrier::Barrier,
     pub(crate) park_safety_net: Option<std::time::Duration>,
+    /// The stall threshold and the `on_stall` hook, if stall detection is on.
+    pub(crate) stall: Option<(std::time::Duration, Option<super::stall::StallHook>)>,
 }
 
 impl Registry {
@@ -171,6 +175,14 @@ impl Registry {
         };
         #[cfg(loom)]
         let driver_unpark = None;
+        let traced = options.trace_capacity.is_some();
+        let monitor = options
+            .stall
+            .map(|(threshold, hook)| super::monitor::Monitor::new(threshold, hook, traced));
+        let mut sleep = Sleep::with_driver(n, driver_unpark, options.barrier);
+        if let Some(monitor) = &monitor {
+            sleep.set_bell(monitor.bell.clone());
+        }
         Registry {
             stealers: stealers.into_boxed_slice(),
             inject: Inject::new(),
@@ -186,7 +198,7 @@ impl Registry {
                     })
                 })
                 .collect(),
-            sleep: Sleep::with_driver(n, driver_unpark, options.barrier),
+            sleep,
             owned: OwnedTasks::new(n),
             timers: Driver::new(),
             #[cfg(not(loom))]
@@ -217,6 +229,7 @@ impl Registry {
             terminating: AtomicBool::new(false),
             workers_alive: AtomicUsize::new(n),
             id,
+            monitor,
         }
     }
 
@@ -303,6 +316,10 @@ impl Registry {
         self.terminating.store(true, Release);
         for worker in 0..self.num_slots() {
             self.sleep.wake_worker(worker);
+        }
+        // The ring is kept until the monitor takes it, and it rereads the flag then.
+        if let Some(monitor) = &self.monitor {
+            monitor.bell.ring();
         }
     }
 

@@ -490,3 +490,88 @@ fn loom_plain_wake_reaches_a_worker_parked_in_the_driver() {
         });
     });
 }
+
+/// The stall monitor's bell (`bell.rs`): a pool of one worker that parks and is woken by an
+/// outside publisher, and a monitor that sleeps on the bell whenever it sees the pool idle.
+/// The monitor exits once it has seen the worker awake after its wake; if the claim that
+/// raised the unparked count from 0 missed a sleeping monitor, the monitor blocks forever
+/// and loom reports a deadlock. `recheck: false` is the negative control: the monitor reads
+/// the count *before* it announces itself asleep, so the claimer's load may miss it.
+fn bell_model(recheck: bool) {
+    model(None, move || {
+        let sleep = {
+            let mut sleep = Sleep::new(1);
+            sleep.set_bell(Arc::new(Bell::new()));
+            sleep
+        };
+        let shared = ManuallyDrop::new(Arc::new((
+            sleep,
+            AtomicBool::new(false),
+            AtomicBool::new(false),
+        )));
+        let publisher = {
+            let shared = ManuallyDrop::new((*shared).clone());
+            thread::spawn(move || {
+                // Relaxed: `notify_work_outside`'s fence orders it.
+                shared.1.store(true, Relaxed);
+                shared.0.notify_work_outside();
+                drop(ManuallyDrop::into_inner(shared));
+            })
+        };
+        let worker = {
+            let shared = ManuallyDrop::new((*shared).clone());
+            thread::spawn(move || {
+                let sleep = &shared.0;
+                sleep.register_parked(0, false);
+                // R5. Relaxed: ordered by the heavy barrier in `register_parked`.
+                if shared.1.load(Relaxed) {
+                    sleep.wake_any_cold();
+                }
+                let _ = sleep.park(0, None);
+                // SeqCst: the monitor's exit test reads it with the count.
+                shared.2.store(true, SeqCst);
+                drop(ManuallyDrop::into_inner(shared));
+            })
+        };
+        let sleep = &shared.0;
+        let bell = sleep.bell.as_ref().unwrap();
+        loop {
+            // SeqCst: see the worker.
+            if shared.2.load(SeqCst) {
+                break;
+            }
+            if recheck {
+                bell.going_to_sleep();
+                if sleep.load().unparked() == 0 {
+                    bell.wait(None);
+                } else {
+                    thread::yield_now();
+                }
+            } else {
+                let idle = sleep.load().unparked() == 0;
+                bell.going_to_sleep();
+                if idle {
+                    bell.wait(None);
+                } else {
+                    thread::yield_now();
+                }
+            }
+            bell.awake();
+        }
+        publisher.join().unwrap();
+        worker.join().unwrap();
+        drop(ManuallyDrop::into_inner(shared));
+    });
+}
+
+#[test]
+fn loom_monitor_bell_is_rung_when_the_pool_wakes() {
+    bell_model(true);
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn loom_monitor_bell_without_recheck_is_missed() {
+    // Negative control (see `bell_model`).
+    bell_model(false);
+}

@@ -13,10 +13,12 @@
 //!   clearing a set bit (found with `trailing_zeros`) by CAS; whoever clears a bit owns that
 //!   worker's wakeup and its increment of `state`.
 
+mod bell;
 mod parker;
 
 use std::time::Duration;
 
+pub(crate) use bell::Bell;
 pub(crate) use parker::DriverUnpark;
 use parker::Parker;
 
@@ -69,6 +71,9 @@ pub(crate) struct Sleep {
     /// The runtime's barrier mode (`sync/barrier.rs`): light on the publishers' side, heavy
     /// on the parkers'.
     barrier: Barrier,
+    /// The stall monitor's bell, rung when a claim raises the unparked count from 0
+    /// (`bell.rs`); `None` without a monitor.
+    bell: Option<crate::sync::Arc<Bell>>,
 }
 
 impl std::fmt::Debug for Sleep {
@@ -113,6 +118,23 @@ impl Sleep {
             driver_unpark: unpark,
             num_workers,
             barrier,
+            bell: None,
+        }
+    }
+
+    /// Gives the coordinator the stall monitor's bell (before any worker starts).
+    pub(crate) fn set_bell(&mut self, bell: crate::sync::Arc<Bell>) {
+        self.bell = Some(bell);
+    }
+
+    /// A claim raised the unparked count from `prev`: if from 0, the pool was idle and the
+    /// stall monitor may be asleep (`bell.rs`).
+    #[inline]
+    fn claimed(&self, prev: u64) {
+        if IdleState(prev).unparked() == 0 {
+            if let Some(bell) = &self.bell {
+                bell.ring_if_asleep();
+            }
         }
     }
 
@@ -314,8 +336,10 @@ impl Sleep {
                 let prev = word.fetch_and(!mask, AcqRel);
                 if prev & mask != 0 {
                     let worker = word_index * 64 + bit;
-                    // SeqCst: part of the total order on `state` (R1, R2).
-                    self.state.fetch_add(UNPARKED_ONE + SEARCHING_ONE, SeqCst);
+                    // SeqCst: part of the total order on `state` (R1, R2), and of the
+                    // monitor's bell pair (`bell.rs`).
+                    let prev = self.state.fetch_add(UNPARKED_ONE + SEARCHING_ONE, SeqCst);
+                    self.claimed(prev);
                     self.parkers[worker].unpark_searching(self.driver_unpark.as_ref());
                     return true;
                 }
@@ -404,8 +428,10 @@ impl Sleep {
         // Try to take our own wakeup back. AcqRel: as in wake_any_cold; exactly one claimer
         // clears the bit.
         if word.fetch_and(!mask, AcqRel) & mask != 0 {
-            // SeqCst: part of the total order on `state`.
-            self.state.fetch_add(UNPARKED_ONE, SeqCst);
+            // SeqCst: part of the total order on `state`, and of the monitor's bell pair
+            // (`bell.rs`).
+            let prev = self.state.fetch_add(UNPARKED_ONE, SeqCst);
+            self.claimed(prev);
             parker.take_plain();
             Wake::Plain
         } else {

@@ -53,6 +53,18 @@ pub(crate) struct WorkerCounters {
     /// task harness at the start and end of each poll, read by `Runtime::tasks` for
     /// `TaskState::Running` (a word here rather than in every task: raw.rs, `Header`).
     pub(crate) polling: AtomicU64,
+    /// The worker's *activity word*, for the stall monitor (`runtime/monitor.rs`): a count
+    /// of the units of work it started (a task poll, a job taken from a queue) shifted left
+    /// by one, with bit 0 set while it runs one. Written only by the worker, with a Relaxed
+    /// store per unit (`WorkerThread::begin_unit`); read by the monitor, which needs no
+    /// ordering: an unchanged busy word over a whole threshold is a stall.
+    pub(crate) activity: AtomicU64,
+    /// Written by the stall monitor, its only writer (`bump`'s single-writer rule holds):
+    /// stalls seen on this worker, the longest one's length so far, and the tasks the
+    /// monitor moved from this worker's queues to the inject queue.
+    pub(crate) stalls: AtomicU64,
+    pub(crate) longest_stall_ns: AtomicU64,
+    pub(crate) stall_handoffs: AtomicU64,
     pub(crate) jobs_executed: AtomicU64,
     pub(crate) jobs_stolen: AtomicU64,
     pub(crate) steal_attempts: AtomicU64,
@@ -180,6 +192,9 @@ impl WorkerCounters {
             driver_handoffs: self.driver_handoffs.load(Relaxed),
             block_in_place_calls: self.block_in_place_calls.load(Relaxed),
             block_in_place_handoffs: self.block_in_place_handoffs.load(Relaxed),
+            stalls: self.stalls.load(Relaxed),
+            longest_stall_ns: self.longest_stall_ns.load(Relaxed),
+            stall_handoffs: self.stall_handoffs.load(Relaxed),
             heavy_barriers: self.heavy_barriers.load(Relaxed),
             steal_heavy_barriers: self.steal_heavy_barriers.load(Relaxed),
             poll_time_histogram: self
@@ -374,6 +389,17 @@ pub struct WorkerStats {
     /// Tasks those calls moved from this worker's queues (LIFO slot, ring, mailbox) to the
     /// inject queue, for the other workers to run.
     pub block_in_place_handoffs: u64,
+    /// Stalls seen on this worker: a task poll, a job or a submitted closure that ran longer
+    /// than [`Builder::stall_threshold`](crate::Builder::stall_threshold) (each counted once,
+    /// when the stall monitor first sees it). Always 0 with stall detection off.
+    pub stalls: u64,
+    /// The longest stall seen on this worker so far, in nanoseconds, as the stall monitor
+    /// measures it: from its first sample of the unit of work to its last (so up to a
+    /// quarter of the threshold short); a stall still running counts as far as it has got.
+    pub longest_stall_ns: u64,
+    /// Tasks the stall monitor moved from this worker's queues (LIFO slot, ring, mailbox) to
+    /// the inject queue while this worker was stalled, for the other workers to run.
+    pub stall_handoffs: u64,
     /// Task polls by duration, in the buckets of [`Stats::poll_time_histogram_bounds_ns`];
     /// all zero unless [`Builder::poll_time_histogram`](crate::Builder::poll_time_histogram)
     /// turned it on.
@@ -532,6 +558,10 @@ pub struct Stats {
     pub poll_time_histogram_bounds_ns: Vec<u64>,
     /// Trace events recorded so far over all workers (0 when tracing is off).
     pub trace_events: u64,
+    /// Samples the stall monitor has taken of the workers; 0 with stall detection off.
+    /// It samples only while some worker is awake, so the count stands still
+    /// while the pool is idle: the monitor costs no CPU then.
+    pub monitor_samples: u64,
     /// Nanoseconds since the runtime was built.
     pub uptime_ns: u64,
 }

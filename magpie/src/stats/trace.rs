@@ -177,15 +177,48 @@ impl TraceBuffer {
     }
 }
 
+/// A stall as the trace shows it (recorded by the stall monitor, `runtime/monitor.rs`, not
+/// in a worker's ring: only the worker writes its ring).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StallSpan {
+    pub(crate) worker: usize,
+    /// Nanoseconds since the runtime started: the monitor's first sample of the unit.
+    pub(crate) start_ns: u64,
+    /// The first sample that saw the unit over; `None` while it runs.
+    pub(crate) end_ns: Option<u64>,
+    /// The task's id, name and spawn location; `None`s for a job.
+    pub(crate) task: Option<u64>,
+    pub(crate) name: Option<String>,
+    pub(crate) location: Option<String>,
+}
+
+/// `text` as the inside of a JSON string.
+fn json_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Writes the events of every worker (index = position in `workers`) as Chrome trace JSON.
 ///
 /// Polls and jobs become complete ("X") spans, parks become "parked" spans, steals and inject
 /// pulls instant ("i") events with their arguments. Times are microseconds since the runtime
 /// started. A span still open (a poll or a job running, a park going on) ends at `now_ns`,
-/// the time of the export.
+/// the time of the export. Stalls become "stall" spans on their worker's track, in Chrome's
+/// red (`"cname":"terrible"`), with the task's id, name and location.
 pub(crate) fn write_chrome_json(
     out: &mut impl Write,
     workers: &[(Vec<Event>, u64)],
+    stalls: &[StallSpan],
     runtime_id: usize,
     now_ns: u64,
 ) -> io::Result<()> {
@@ -244,6 +277,24 @@ pub(crate) fn write_chrome_json(
         while let Some((kind, start, arg)) = open.pop() {
             json.span(worker, kind, start, now_ns.max(start), arg);
         }
+    }
+    for stall in stalls {
+        let end = stall.end_ns.unwrap_or(now_ns).max(stall.start_ns);
+        let (ts, dur) = (micros(stall.start_ns), micros(end - stall.start_ns));
+        let worker = stall.worker;
+        let mut args = String::new();
+        if let Some(task) = stall.task {
+            let _ = write!(args, r#""task":{task}"#);
+        }
+        for (key, value) in [("name", &stall.name), ("location", &stall.location)] {
+            if let Some(value) = value {
+                let sep = if args.is_empty() { "" } else { "," };
+                let _ = write!(args, r#"{sep}"{key}":"{}""#, json_escape(value));
+            }
+        }
+        json.push(format_args!(
+            r#"{{"name":"stall","cat":"stall","ph":"X","cname":"terrible","pid":1,"tid":{worker},"ts":{ts:.3},"dur":{dur:.3},"args":{{{args}}}}}"#
+        ));
     }
     let _ = write!(
         json.text,
@@ -400,7 +451,7 @@ mod tests {
             }, // still running
         ];
         let mut out = Vec::new();
-        write_chrome_json(&mut out, &[(events, 0)], 7, 20_000).unwrap();
+        write_chrome_json(&mut out, &[(events, 0)], &[], 7, 20_000).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.contains(

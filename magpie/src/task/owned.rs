@@ -78,9 +78,13 @@ impl OwnedTasks {
     }
 
     fn shard_of(&self, task: RawTask) -> &Mutex<Shard> {
+        self.shard_of_addr(task.as_ptr())
+    }
+
+    fn shard_of_addr(&self, task: NonNull<Header>) -> &Mutex<Shard> {
         // Tasks are heap blocks of at least 64 bytes: drop the low bits, then mix so that
         // consecutive allocations spread over the shards.
-        let addr = task.as_ptr().as_ptr() as usize >> 6;
+        let addr = task.as_ptr() as usize >> 6;
         let hash = addr.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize);
         &self.shards[(hash >> 16) & self.mask]
     }
@@ -187,6 +191,36 @@ impl OwnedTasks {
         }
         self.len.fetch_sub(tasks.len(), Relaxed);
         tasks
+    }
+
+    /// Calls `f` with the task at `task` if some worker polls it now, as `polled` (which
+    /// rereads that worker's polling word, `WorkerCounters::polling`) says under the lock of
+    /// the task's shard, while the shard is open; `None` otherwise. For the stall monitor,
+    /// which knows a stalled task only by its address.
+    ///
+    /// Why the task is allocated while `f` runs (the argument of `Runtime::tasks`, for one
+    /// address): a word holds a task's address only during a poll of that task, and a
+    /// polled task was linked before it was first scheduled (`bind`). It leaves the list
+    /// either by its completer's [`remove`](Self::remove), under this shard's lock and after
+    /// the poller cleared the word, or by [`close_and_take_all`](Self::close_and_take_all),
+    /// which closes the shard under the same lock first. If `polled` is true under the lock
+    /// and the shard is open, neither has happened to the task now at `task`: a `remove`
+    /// before our lock would have made its clear visible to us (its unlock happens before
+    /// our lock); a word that holds the address again names a new task there, linked in
+    /// turn. The lock then keeps it linked, so allocated (invariant 2), until `f` returns.
+    /// `f` is magpie's own code, never user code (STYLE.md rule 16).
+    pub(crate) fn with_polled<R>(
+        &self,
+        task: NonNull<Header>,
+        polled: impl FnOnce() -> bool,
+        f: impl FnOnce(&Header) -> R,
+    ) -> Option<R> {
+        let shard = lock(self.shard_of_addr(task));
+        if shard.closed || !polled() {
+            return None;
+        }
+        // SAFETY: allocated while the lock is held (see above).
+        Some(f(unsafe { task.as_ref() }))
     }
 
     /// Calls `f` once per shard, under the shard's lock, with the headers of the tasks

@@ -80,6 +80,9 @@ impl<'w> Blocking<'w> {
         let blocking_in_task = state.blocking_in_task.get();
         state.blocking_in_task.set(in_task || blocking_in_task);
         state.blocking.set(state.blocking.get() + 1);
+        // Blocking here is announced, and nothing waits behind it (the hand-off below): not
+        // a stall (`runtime/monitor.rs`).
+        worker.end_unit();
         // Relaxed: a hint for `spawn_to` (see the module docs); a submission that misses
         // it lands in the mailbox, which the hand-off below or a thief empties.
         worker.slots().blocking.store(true, Relaxed);
@@ -110,6 +113,9 @@ impl Drop for Blocking<'_> {
         if depth == 0 {
             // Relaxed: a hint, as in `enter`.
             self.worker.slots().blocking.store(false, Relaxed);
+            // Back in the poll or job that called `block_in_place`: a new unit for the
+            // stall monitor.
+            self.worker.begin_unit();
         }
     }
 }

@@ -41,6 +41,7 @@ use crate::queue::chase_lev::{self};
 use crate::queue::local::{self};
 use crate::stats::trace::{Kind, TraceBuffer};
 use crate::stats::{bump, set, WorkerCounters};
+use crate::sync::atomic::Relaxed;
 use crate::sync::thread::thread_local;
 use crate::task::raw::Header;
 use crate::util::rand::FastRand;
@@ -95,6 +96,9 @@ pub(crate) struct WorkerThread {
     trace: Option<Arc<TraceBuffer>>,
     /// Whether task polls are timed: for the histogram, or for the trace.
     timed_polls: bool,
+    /// The value of this worker's activity word (`WorkerCounters::activity`), kept here so
+    /// that starting a unit of work is one store, with no load.
+    activity: Cell<u64>,
 }
 
 impl WorkerThread {
@@ -186,6 +190,31 @@ impl WorkerThread {
         }
     }
 
+    /// A unit of work starts (a task poll, or a job taken from a queue): a new value of the
+    /// activity word, busy, for the stall monitor (`runtime/monitor.rs`). One Relaxed store
+    /// to the worker's own counters line, which the poll's `polling` store writes anyway.
+    /// Not called by `join`'s inline path: a fork-join computation its worker runs inline is
+    /// one unit.
+    #[inline(always)]
+    fn begin_unit(&self) {
+        let word = (self.activity.get() | 1).wrapping_add(2);
+        self.activity.set(word);
+        // Relaxed: the monitor only compares values (see `WorkerCounters::activity`).
+        self.counters.activity.store(word, Relaxed);
+    }
+
+    /// The worker ran out of work, parks, or enters `block_in_place`: the activity word says
+    /// idle, so nothing it does now counts toward a stall. On the idle path only.
+    #[inline]
+    fn end_unit(&self) {
+        let word = self.activity.get();
+        if word & 1 != 0 {
+            self.activity.set(word & !1);
+            // Relaxed: as in `begin_unit`.
+            self.counters.activity.store(word & !1, Relaxed);
+        }
+    }
+
     /// Counts a forced yield: the running poll ran out of its cooperative budget.
     #[cold]
     pub(crate) fn count_forced_yield(&self) {
@@ -229,17 +258,28 @@ impl WorkerThread {
             sleep.notify_task();
         }
         let mut idle = IdleLoop::new(self, true);
+        // Inside `block_in_place` nothing here counts toward a stall (see `block.rs`).
+        let watched = !self.is_blocking();
         while !latch.probe() {
             if let Some(job) = self.find_job() {
                 idle.found_work();
+                if watched {
+                    self.begin_unit();
+                }
                 self.execute(job);
                 continue;
             }
             if !idle.spin() {
                 // Sleep on the latch: announce it, so the setter wakes us (latch.rs).
                 if latch.start_sleeping() {
+                    // Asleep, this worker is not stalled: it waits for another's work.
+                    self.end_unit();
                     idle.park();
                     latch.stop_sleeping();
+                    // The job that called `join` goes on: a new unit for the monitor.
+                    if watched {
+                        self.begin_unit();
+                    }
                 }
             }
         }
@@ -333,6 +373,7 @@ impl WorkerThread {
         loop {
             if !self.registry.is_switched_on(self.index) {
                 idle.found_work();
+                self.end_unit();
                 if self.retire() {
                     break;
                 }
@@ -340,9 +381,11 @@ impl WorkerThread {
             }
             if let Some(work) = self.find_work(idle.rounds) {
                 idle.found_work();
+                self.begin_unit();
                 self.run(work);
                 continue;
             }
+            self.end_unit();
             if self.registry.is_terminating() {
                 break;
             }
@@ -378,6 +421,7 @@ pub(crate) fn run(seed: WorkerSeed) {
             || seed.registry.task_insight
             || (trace.is_some() && cfg!(not(magpie_no_trace))),
         trace,
+        activity: Cell::new(0),
         index: seed.index,
         counters: seed.registry.counters[seed.index].clone(),
         rng: Cell::new(FastRand::for_worker(seed.index)),

@@ -1,0 +1,233 @@
+//! `magpie demo --stall`: a task that blocks its worker for 2 s with tasks queued behind it,
+//! while every other worker is busy with tasks of its own.
+//!
+//! The blocker (a task named "blocker") spawns the queued tasks, which land in its worker's
+//! LIFO slot and ring, then sleeps. The other workers each run a task that yields until the
+//! blocker is done, so none of them ever runs out of work and searches: without the stall
+//! monitor nobody would look at the blocked worker's queue for the whole 2 s. The monitor
+//! sees the stall after the threshold (100 ms), prints the report naming the blocker's spawn
+//! location, and moves the queued tasks to the inject queue, where the busy workers pull
+//! them at their maintenance. The table shows who ran what: tasks, steals, inject pulls,
+//! tasks handed off, stalls.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use magpie::{Runtime, StallInfo, Stats};
+
+use crate::report::{ms, write_json, Failure, Table};
+use crate::workload::spin;
+
+/// How long the blocker blocks its worker.
+const BLOCK: Duration = Duration::from_secs(2);
+/// The stall threshold of the demo's runtime (the default).
+const THRESHOLD: Duration = Duration::from_millis(100);
+/// Tasks queued behind the blocker, and the work of each.
+const QUEUED: usize = 8;
+const QUEUED_WORK: Duration = Duration::from_millis(5);
+
+/// One worker's row.
+#[derive(Debug, serde::Serialize)]
+struct Row {
+    worker: usize,
+    tasks: u64,
+    queued_tasks_run: usize,
+    steals: u64,
+    inject_pulls: u64,
+    stall_handoffs: u64,
+    stalls: u64,
+}
+
+/// The `--json` report.
+#[derive(Debug, serde::Serialize)]
+struct Report {
+    workers: usize,
+    threshold_ms: f64,
+    block_ms: f64,
+    stall_reports: Vec<StallInfo>,
+    blocked_worker: Option<usize>,
+    /// When each queued task finished, in ms after the blocker started.
+    queued_finished_ms: Vec<f64>,
+    blocker_ms: f64,
+    per_worker: Vec<Row>,
+    stats: Stats,
+}
+
+pub(crate) fn run(workers: Option<usize>, json: bool, out: &mut impl Write) -> Result<(), Failure> {
+    // At least two workers: one to block, one to take its queue.
+    let workers = workers.map_or_else(crate::default_workers, Ok)?.max(2);
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let (report_tx, report_rx) = mpsc::channel::<StallInfo>();
+    let report_tx = Mutex::new(report_tx);
+    let rt = Runtime::builder()
+        .worker_threads(workers)
+        .stall_threshold(THRESHOLD)
+        .on_stall(move |info| {
+            let _ = report_tx.lock().unwrap().send(info.clone());
+        })
+        .build()?;
+    if !json {
+        let others = match workers - 1 {
+            1 => "the other worker is busy with a task that yields".to_owned(),
+            n => format!("the other {n} workers are busy with tasks that yield"),
+        };
+        writeln!(
+            out,
+            "magpie demo --stall: a task blocks its worker for {} s with {QUEUED} tasks queued \
+             behind it; {others} until it is done; stall threshold {} ms\n",
+            BLOCK.as_secs(),
+            THRESHOLD.as_millis(),
+        )?;
+        out.flush()?;
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    // The busy workers: one yielding task on each worker but 0, spawned inside a poll on
+    // that worker so that it starts there.
+    let mut spinners = Vec::new();
+    for worker in 1..workers {
+        let done = done.clone();
+        let spinner = rt
+            .submit_to(worker, move || {
+                magpie::spawn(async move {
+                    while !done.load(SeqCst) {
+                        magpie::task::yield_now().await;
+                    }
+                })
+            })
+            .map_err(|err| Failure::Run(err.to_string()))?
+            .join()
+            .map_err(|err| Failure::Run(err.to_string()))?;
+        spinners.push(spinner);
+    }
+    // Counted from here: the spinners' start (an idle worker may steal one back and forth)
+    // is not part of the story.
+    let before = rt.stats();
+    // The queued tasks record where and when they ran.
+    let finished: Arc<Mutex<Vec<(usize, Duration)>>> = Arc::default();
+    let start = Instant::now();
+    let queued_finished = finished.clone();
+    let blocker = rt
+        .submit_to(0, move || {
+            magpie::task::Builder::new()
+                .name("blocker")
+                .spawn(async move {
+                    for _ in 0..QUEUED {
+                        let finished = queued_finished.clone();
+                        // Spawned inside the blocker's poll: its worker's LIFO slot and ring.
+                        drop(magpie::spawn(async move {
+                            spin(QUEUED_WORK);
+                            let worker = magpie::current_worker_index().unwrap_or(usize::MAX);
+                            finished.lock().unwrap().push((worker, start.elapsed()));
+                        }));
+                    }
+                    // The stall: the worker is blocked, its queue is not.
+                    std::thread::sleep(BLOCK);
+                    start.elapsed()
+                })
+        })
+        .map_err(|err| Failure::Run(err.to_string()))?
+        .join()
+        .map_err(|err| Failure::Run(err.to_string()))?;
+    // The report comes while the blocker blocks.
+    if let Ok(info) = report_rx.recv_timeout(BLOCK + Duration::from_secs(30)) {
+        if !json {
+            writeln!(out, "stall report: {info}")?;
+            out.flush()?;
+        }
+        reports.lock().unwrap().push(info);
+    }
+    let blocker_time = rt
+        .block_on(blocker)
+        .map_err(|err| Failure::Run(err.to_string()))?;
+    done.store(true, SeqCst);
+    for spinner in spinners {
+        rt.block_on(spinner)
+            .map_err(|err| Failure::Run(err.to_string()))?;
+    }
+    rt.wait_idle();
+    let after = rt.stats();
+    let stall_reports: Vec<StallInfo> = reports.lock().unwrap().drain(..).collect();
+    let blocked_worker = stall_reports.first().map(StallInfo::worker);
+    let finished = finished.lock().unwrap().clone();
+    let zero = magpie::WorkerStats::default();
+    let per_worker: Vec<Row> = after
+        .workers
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let b = before.workers.get(i).unwrap_or(&zero);
+            Row {
+                worker: i,
+                tasks: a.tasks_executed - b.tasks_executed,
+                queued_tasks_run: finished.iter().filter(|(w, _)| *w == i).count(),
+                steals: a.steals() - b.steals(),
+                inject_pulls: a.inject_pulls - b.inject_pulls,
+                stall_handoffs: a.stall_handoffs - b.stall_handoffs,
+                stalls: a.stalls - b.stalls,
+            }
+        })
+        .collect();
+    let report = Report {
+        workers,
+        threshold_ms: ms(THRESHOLD),
+        block_ms: ms(BLOCK),
+        stall_reports,
+        blocked_worker,
+        queued_finished_ms: finished.iter().map(|(_, t)| ms(*t)).collect(),
+        blocker_ms: ms(blocker_time),
+        per_worker,
+        stats: after,
+    };
+    if json {
+        return write_json(out, &report);
+    }
+    print_report(out, &report)
+}
+
+fn print_report(out: &mut impl Write, report: &Report) -> Result<(), Failure> {
+    let mut table = Table::new([
+        "worker",
+        "tasks run",
+        "queued tasks run",
+        "steals",
+        "inject pulls",
+        "handed off",
+        "stalls",
+    ]);
+    for row in &report.per_worker {
+        table.row([
+            row.worker.to_string(),
+            row.tasks.to_string(),
+            row.queued_tasks_run.to_string(),
+            row.steals.to_string(),
+            row.inject_pulls.to_string(),
+            row.stall_handoffs.to_string(),
+            row.stalls.to_string(),
+        ]);
+    }
+    writeln!(out)?;
+    table.write(out)?;
+    let last = report
+        .queued_finished_ms
+        .iter()
+        .copied()
+        .fold(0.0_f64, f64::max);
+    writeln!(
+        out,
+        "\n{} of {QUEUED} queued tasks finished, the last {last:.1} ms after the blocker \
+         started; the blocker returned after {:.1} ms.",
+        report.queued_finished_ms.len(),
+        report.blocker_ms,
+    )?;
+    match report.blocked_worker {
+        Some(worker) => writeln!(
+            out,
+            "\"handed off\": tasks the stall monitor moved from worker {worker}'s queues to the \
+             inject queue; the busy workers took them at their maintenance (\"inject pulls\")."
+        )?,
+        None => writeln!(out, "No stall was reported.")?,
+    }
+    Ok(())
+}

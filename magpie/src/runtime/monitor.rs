@@ -1,0 +1,361 @@
+//! The stall monitor: a thread per runtime that notices a worker stuck in one unit of work
+//! (a task poll, a job, a submitted closure) for longer than the stall threshold, reports it
+//! once, and moves the work queued behind it to where the other workers will find it.
+//!
+//! ARCHITECTURE.md, "Stall detection: the monitor", gives the why; this is the how.
+//!
+//! # Detection
+//!
+//! Each worker keeps an *activity word* (`WorkerCounters::activity`): the count of the units
+//! of work it started, shifted left by one, with bit 0 set while it runs one. It stores a new
+//! value with one Relaxed store when it starts a unit from its main loop, or a job while it
+//! waits inside `join` (`WorkerThread::begin_unit`), and clears bit 0 when it runs out of
+//! work (`WorkerThread::end_unit`, on the idle path only). `join`'s inline path stores
+//! nothing, so a fork-join computation that its worker runs inline is one unit however many
+//! `join`s it makes.
+//!
+//! Every sample period (a quarter of the threshold) the monitor loads every worker's word. A busy word
+//! that has not changed since the sample that first saw it, for at least the threshold, is a
+//! stall: the worker has run one unit all that time. It is reported once (the word stays the
+//! same for as long as the stall lasts), and it ends at the first sample whose word differs.
+//! The start is the first sample that saw the word, so a stall is reported between one
+//! threshold and one threshold plus a period after the unit began, and its measured length is
+//! up to a period short.
+//!
+//! # Parking with the pool
+//!
+//! The monitor samples only while some worker is unparked. After two samples in a row that found
+//! every worker parked (`Sleep`'s unparked count at 0), it sleeps on its bell without a
+//! timeout; the claim that raises the unparked count from 0 rings it. The protocol and its
+//! Dekker pair are in `sleep/bell.rs`. `Runtime::drop` rings it after setting the
+//! terminating flag, and joins the thread.
+//!
+//! Workers switched off by `set_active_workers` stay counted as unparked (`sleep/mod.rs`,
+//! `park_retired`), so while some are off the monitor keeps sampling: a wake-up per period,
+//! about 40 a second at the default threshold.
+//!
+//! # The hand-off
+//!
+//! While a worker is stalled, at every sample, the monitor moves the tasks queued on it (its
+//! LIFO slot, its ring, its mailbox) to the task inject queue, which every worker pulls at
+//! maintenance, busy ones included, and wakes a parked worker for them if nobody searches
+//! (`notify_task_outside`). It uses only the operations a thread other than the owner may
+//! call: the slot's `take` (a swap), the ring's `steal_all` (a thief's claim, copy and
+//! release, `queue/local.rs`), the mailbox's `pop` (under its lock). So if the worker was
+//! not stalled after all and runs again meanwhile, it and the monitor race as a worker and a
+//! thief do, and every task is taken once. Jobs stay on the deque, where any worker can
+//! steal them; if the deque is not empty the monitor wakes a worker for them
+//! (`notify_work_outside`).
+//!
+//! Timers and I/O are not held up by a stall: no worker holds the driver role while it runs
+//! a task or a job (D4 in `sleep/README.md`), so the others, busy or parked, drive them.
+//!
+//! When every active worker is stalled and work is queued, nobody would run it: then the
+//! monitor starts a *compensation worker*, if the runtime allows any, and retires them once
+//! a stall ends (`compensate` below; the slots are `runtime/compensation.rs`).
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::registry::Registry;
+use super::stall::{DefaultReporter, StallHook, StallInfo};
+use crate::sleep::Bell;
+use crate::stats::add;
+use crate::stats::trace::StallSpan;
+use crate::sync::atomic::*;
+use crate::sync::{lock, AtomicBool, Mutex, StatAtomicU64 as AtomicU64};
+use crate::task::raw::Header;
+
+/// Samples in a row that must find the pool idle before the monitor sleeps. Two, so that a pool
+/// that parks between two bursts a period apart does not make the monitor sleep and be rung on
+/// every burst: each ring costs the claiming worker a futex wake.
+const IDLE_SAMPLES_BEFORE_SLEEP: u32 = 2;
+
+/// The shortest sample period: a threshold below 4 ms samples every millisecond.
+const MIN_PERIOD: Duration = Duration::from_millis(1);
+
+/// The most stall spans kept for the trace; older ones are dropped.
+const MAX_TRACED_STALLS: usize = 4096;
+
+/// The monitor's configuration and shared state, in the registry.
+#[derive(Debug)]
+pub(crate) struct Monitor {
+    threshold: Duration,
+    /// The time between two samples: a quarter of the threshold.
+    period: Duration,
+    /// Rung by the claim that wakes an idle pool, and by shutdown.
+    pub(crate) bell: crate::sync::Arc<Bell>,
+    /// Samples taken; read by `Runtime::stats`.
+    samples: AtomicU64,
+    /// Set while the monitor is blocked on its bell without a timeout (for the tests:
+    /// `Runtime::stall_monitor_sleeping`).
+    sleeping: AtomicBool,
+    /// The `on_stall` hook, or `None` for the default reporter.
+    hook: Option<StallHook>,
+    /// Stall spans for the trace, when tracing is on.
+    traced: Option<Mutex<Vec<StallSpan>>>,
+}
+
+impl Monitor {
+    pub(crate) fn new(threshold: Duration, hook: Option<StallHook>, traced: bool) -> Monitor {
+        Monitor {
+            threshold,
+            period: (threshold / 4).max(MIN_PERIOD),
+            bell: crate::sync::Arc::new(Bell::new()),
+            samples: AtomicU64::new(0),
+            sleeping: AtomicBool::new(false),
+            hook,
+            traced: traced.then(|| Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Samples taken so far.
+    pub(crate) fn samples(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.samples.load(Relaxed)
+    }
+
+    /// Whether the monitor sleeps on its bell now, untimed.
+    pub(crate) fn sleeping(&self) -> bool {
+        // Relaxed: a snapshot for the tests.
+        self.sleeping.load(Relaxed)
+    }
+
+    /// The stall spans recorded for the trace, the ones still running ending at `now_ns`.
+    pub(crate) fn traced_stalls(&self, now_ns: u64) -> Vec<StallSpan> {
+        self.traced.as_ref().map_or_else(Vec::new, |traced| {
+            lock(traced)
+                .iter()
+                .map(|span| StallSpan {
+                    end_ns: span.end_ns.or(Some(now_ns)),
+                    ..span.clone()
+                })
+                .collect()
+        })
+    }
+}
+
+/// What the monitor knows of one worker.
+#[derive(Debug, Default)]
+struct Sample {
+    /// The activity word last seen.
+    word: u64,
+    /// When that word was first seen.
+    since: Option<Instant>,
+    /// Whether the unit of that word is a reported stall.
+    stalled: bool,
+}
+
+/// The body of the monitor thread.
+pub(crate) fn run(registry: Arc<Registry>) {
+    let monitor = registry
+        .monitor
+        .as_ref()
+        .expect("the monitor thread of a runtime without one");
+    let mut seen: Vec<Sample> = (0..registry.num_workers())
+        .map(|_| Sample::default())
+        .collect();
+    let mut reporter = DefaultReporter::default();
+    let mut idle_samples = 0;
+    let mut compensating = false;
+    loop {
+        // A ring here (a claim, shutdown) only ends the period early.
+        monitor.bell.wait(Some(monitor.period));
+        if registry.is_terminating() {
+            break;
+        }
+        // Relaxed: a statistic; the monitor is its only writer.
+        monitor
+            .samples
+            .store(monitor.samples.load(Relaxed) + 1, Relaxed);
+        let now = Instant::now();
+        let stalled = sample_all(&registry, monitor, &mut seen, &mut reporter, now);
+        compensating = compensate(&registry, stalled, compensating);
+        if registry.sleep.load().unparked() != 0 {
+            idle_samples = 0;
+            continue;
+        }
+        idle_samples += 1;
+        if idle_samples < IDLE_SAMPLES_BEFORE_SLEEP {
+            continue;
+        }
+        // The pool is idle: sleep until the claim that wakes it rings (`sleep/bell.rs`).
+        monitor.bell.going_to_sleep();
+        // After the fence in `going_to_sleep`: the second half of our side of the bell's
+        // pair (`sleep/bell.rs`).
+        if registry.sleep.load().unparked() == 0 && !registry.is_terminating() {
+            // Relaxed: see `sleeping`.
+            monitor.sleeping.store(true, Relaxed);
+            monitor.bell.wait(None);
+            monitor.sleeping.store(false, Relaxed);
+        }
+        monitor.bell.awake();
+        idle_samples = 0;
+        // Nothing ran for a stall while we slept; start afresh (a unit that began during the
+        // sleep is seen from the next sample).
+        for (index, sample) in seen.iter_mut().enumerate() {
+            end_stall(&registry, monitor, index, sample, now);
+            *sample = Sample::default();
+        }
+    }
+}
+
+/// One sample of every worker: detects stalls, reports the new ones, hands off the queues of
+/// the stalled workers. Returns how many workers are stalled now.
+fn sample_all(
+    registry: &Registry,
+    monitor: &Monitor,
+    samples: &mut [Sample],
+    reporter: &mut DefaultReporter,
+    now: Instant,
+) -> usize {
+    let mut stalled = 0;
+    for (index, sample) in samples.iter_mut().enumerate() {
+        let counters = &registry.counters[index];
+        // Relaxed: the word's only meaning is whether it changed (see the module docs).
+        let word = counters.activity.load(Relaxed);
+        if word & 1 == 0 || word != sample.word || sample.since.is_none() {
+            end_stall(registry, monitor, index, sample, now);
+            sample.word = word;
+            sample.since = (word & 1 == 1).then_some(now);
+            continue;
+        }
+        let since = sample.since.expect("checked above");
+        let elapsed = now.saturating_duration_since(since);
+        if elapsed < monitor.threshold {
+            continue;
+        }
+        stalled += 1;
+        if !sample.stalled {
+            sample.stalled = true;
+            begin_stall(registry, monitor, index, since, elapsed, reporter);
+        }
+        let elapsed_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        // Relaxed: statistics; the monitor is their only writer.
+        if elapsed_ns > counters.longest_stall_ns.load(Relaxed) {
+            counters.longest_stall_ns.store(elapsed_ns, Relaxed);
+        }
+        let moved = hand_off(registry, index);
+        add(&counters.stall_handoffs, moved as u64);
+    }
+    stalled
+}
+
+/// A stall seen for the first time: count it, read who it is, record it for the trace, and
+/// report it.
+fn begin_stall(
+    registry: &Registry,
+    monitor: &Monitor,
+    index: usize,
+    since: Instant,
+    elapsed: Duration,
+    reporter: &mut DefaultReporter,
+) {
+    let counters = &registry.counters[index];
+    add(&counters.stalls, 1);
+    // Relaxed: which task the worker polls; `with_polled` rereads it under the lock that
+    // makes dereferencing it sound.
+    let polling = NonNull::new(counters.polling.load(Relaxed) as usize as *mut Header);
+    let task = polling.and_then(|header| {
+        registry.owned.with_polled(
+            header,
+            // Relaxed: ordered by the shard lock (see `with_polled`).
+            || counters.polling.load(Relaxed) == header.as_ptr() as usize as u64,
+            |header| {
+                let identity = &header.identity;
+                (
+                    identity.id,
+                    identity.name().map(str::to_owned),
+                    identity.location(),
+                )
+            },
+        )
+    });
+    let info = StallInfo::new(index, task, elapsed);
+    if let Some(traced) = &monitor.traced {
+        let mut traced = lock(traced);
+        if traced.len() == MAX_TRACED_STALLS {
+            traced.remove(0);
+        }
+        let start_ns = since.saturating_duration_since(registry.started).as_nanos() as u64;
+        traced.push(StallSpan {
+            worker: index,
+            start_ns,
+            end_ns: None,
+            task: info.task().map(|id| id.as_u64()),
+            name: info.name().map(str::to_owned),
+            location: info.location().map(ToString::to_string),
+        });
+    }
+    match &monitor.hook {
+        Some(hook) => hook.call(&info),
+        None => reporter.report(&info),
+    }
+}
+
+/// The unit `sample` tracked has ended (or the monitor slept): closes its stall, if any.
+fn end_stall(
+    registry: &Registry,
+    monitor: &Monitor,
+    index: usize,
+    sample: &mut Sample,
+    now: Instant,
+) {
+    if !std::mem::take(&mut sample.stalled) {
+        return;
+    }
+    if let Some(list) = &monitor.traced {
+        let end_ns = now.saturating_duration_since(registry.started).as_nanos() as u64;
+        // A worker has one open span at most: the newest of its own, if the list still
+        // holds it.
+        if let Some(span) = lock(list)
+            .iter_mut()
+            .rev()
+            .find(|span| span.worker == index && span.end_ns.is_none())
+        {
+            span.end_ns = Some(end_ns);
+        }
+    }
+}
+
+/// Moves the tasks queued on the stalled worker `index` to the task inject queue, using only
+/// thief-side operations (module docs), and wakes a worker for them and for its jobs.
+/// Returns how many tasks moved.
+fn hand_off(registry: &Registry, index: usize) -> usize {
+    let slots = &registry.task_slots[index];
+    let mut handed: Vec<NonNull<Header>> = Vec::new();
+    // The order the owner would have run them in: the LIFO slot, the ring, the mailbox.
+    handed.extend(slots.lifo.take());
+    slots.ring.steal_all(&mut handed);
+    handed.extend(std::iter::from_fn(|| slots.mailbox.pop()));
+    let moved = handed.len();
+    if moved != 0 {
+        // Each pointer carries its task's Notified: the queue it came from held it, and the
+        // thief-side operation that took it gave it to us alone.
+        registry.inject_tasks(handed);
+        registry.sleep.notify_task_outside();
+    }
+    if !registry.stealers[index].is_empty() {
+        // Published jobs are stealable as they are: make sure someone is awake to steal.
+        registry.sleep.notify_work_outside();
+    }
+    moved
+}
+
+/// Starts a compensation worker when every active worker is stalled and work is queued;
+/// retires them when a stall ends. Returns whether compensation workers may be running.
+fn compensate(registry: &Registry, stalled: usize, compensating: bool) -> bool {
+    let active = registry.active_workers();
+    if stalled < active {
+        if compensating {
+            registry.retire_compensation_workers();
+        }
+        return false;
+    }
+    let queued = !registry.task_inject.is_empty() || registry.has_visible_jobs();
+    if queued && registry.compensation_available() > 0 {
+        return registry.start_compensation_worker() || compensating;
+    }
+    compensating
+}
