@@ -825,7 +825,7 @@ mod tests {
                 .unwrap()
                 .parse()
                 .unwrap();
-            assert_eq!(page, MARGIN_LEFT + (width as f64).max(862.5) + MARGIN_RIGHT);
+            assert_eq!(page, MARGIN_LEFT + (width as f64).max(925.0) + MARGIN_RIGHT);
             let last_label = doc
                 .descendants()
                 .find(|n| n.text() == Some("inject queue pull"))
