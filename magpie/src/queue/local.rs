@@ -340,6 +340,28 @@ impl<T> Local<T> {
     }
 }
 
+/// The last step of a steal: the thief that claimed the `n` slots from `first` (moving
+/// `steal` away from `real`) and has read them lets `steal` catch up with `real`, so the
+/// owner may reuse the slots. The owner may have popped meanwhile (moving `real`), so it
+/// retries until the CAS holds.
+fn release_claim<T>(src: &Inner<T>, first: u32, n: u32) {
+    let mut head = pack(first, first.wrapping_add(n));
+    loop {
+        let (steal, real) = unpack(head);
+        debug_assert_eq!(steal, first, "someone else moved `steal` during our claim");
+        // Release: the thief's slot reads happen before the owner reuses the slots; pairs
+        // with the Acquire load of `head` in `push_back`. Relaxed on failure: only the
+        // owner's `pop` can have moved `head`, and we just retry with its value.
+        match src
+            .head
+            .compare_exchange(head, pack(real, real), Release, Relaxed)
+        {
+            Ok(_) => break,
+            Err(actual) => head = actual,
+        }
+    }
+}
+
 impl<T> Steal<T> {
     /// Moves about half of the victim's items (rounded up, at most `CAPACITY / 2`) into
     /// `dst`, the thief's own ring, and returns one of them, which the caller runs next.
@@ -413,23 +435,8 @@ impl<T> Steal<T> {
         // Relaxed: as above.
         let ret = src.slot(first.wrapping_add(n - 1)).load(Relaxed);
 
-        // Step 3: release the slots: `steal` catches up with `real`. The owner may have
-        // popped meanwhile (moving `real`), so retry until the CAS holds.
-        let mut head = pack(first, first.wrapping_add(n));
-        loop {
-            let (steal, real) = unpack(head);
-            debug_assert_eq!(steal, first, "someone else moved `steal` during our claim");
-            // Release: the slot reads above happen before the owner reuses the slots; pairs
-            // with the Acquire load of `head` in `push_back`. Relaxed on failure: only the
-            // owner's `pop` can have moved `head`, and we just retry with its value.
-            match src
-                .head
-                .compare_exchange(head, pack(real, real), Release, Relaxed)
-            {
-                Ok(_) => break,
-                Err(actual) => head = actual,
-            }
-        }
+        // Step 3: release the slots.
+        release_claim(src, first, n);
 
         if n > 1 {
             let new_tail = dst_tail.wrapping_add(n - 1);
@@ -491,22 +498,8 @@ impl<T> Steal<T> {
             out.push(NonNull::new(ptr).expect("stole an empty slot"));
         }
 
-        // Step 3: release, as in `steal_into`: `steal` catches up with `real`, retrying while
-        // the owner pops.
-        let mut head = pack(first, first.wrapping_add(n));
-        loop {
-            let (steal, real) = unpack(head);
-            debug_assert_eq!(steal, first, "someone else moved `steal` during our claim");
-            // Release: our slot reads happen before the owner reuses the slots; pairs with the
-            // Acquire load of `head` in `push_back`. Relaxed on failure: as in `steal_into`.
-            match src
-                .head
-                .compare_exchange(head, pack(real, real), Release, Relaxed)
-            {
-                Ok(_) => break,
-                Err(actual) => head = actual,
-            }
-        }
+        // Step 3: release the slots, as in `steal_into`.
+        release_claim(src, first, n);
         n as usize
     }
 
