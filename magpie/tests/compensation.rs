@@ -17,7 +17,7 @@ use magpie::task::JoinHandle;
 use magpie::Runtime;
 
 mod common;
-use common::Ledger;
+use common::{fib, Ledger};
 
 /// How long anything may take before the test calls it a hang.
 const WAIT: Duration = Duration::from_secs(30);
@@ -299,14 +299,6 @@ fn shutdown_while_a_compensation_worker_runs_a_task() {
     dropper.join().unwrap();
     // The running task finished (cancelled while it ran: its output is not delivered).
     let _ = running.handle.join();
-}
-
-fn fib(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = magpie::join(|| fib(n - 1), || fib(n - 2));
-    a + b
 }
 
 #[test]

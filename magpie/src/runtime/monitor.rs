@@ -54,6 +54,7 @@
 //! monitor starts a *compensation worker*, if the runtime allows any, and retires them once
 //! a stall ends (`compensate` below; the slots are `runtime/compensation.rs`).
 
+use std::collections::VecDeque;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -94,7 +95,7 @@ pub(crate) struct Monitor {
     /// The `on_stall` hook, or `None` for the default reporter.
     hook: Option<StallHook>,
     /// Stall spans for the trace, when tracing is on.
-    traced: Option<Mutex<Vec<StallSpan>>>,
+    traced: Option<Mutex<VecDeque<StallSpan>>>,
 }
 
 impl Monitor {
@@ -106,7 +107,7 @@ impl Monitor {
             samples: AtomicU64::new(0),
             sleeping: AtomicBool::new(false),
             hook,
-            traced: traced.then(|| Mutex::new(Vec::new())),
+            traced: traced.then(|| Mutex::new(VecDeque::new())),
         }
     }
 
@@ -276,10 +277,10 @@ fn begin_stall(
     if let Some(traced) = &monitor.traced {
         let mut traced = lock(traced);
         if traced.len() == MAX_TRACED_STALLS {
-            traced.remove(0);
+            traced.pop_front();
         }
         let start_ns = since.saturating_duration_since(registry.started).as_nanos() as u64;
-        traced.push(StallSpan {
+        traced.push_back(StallSpan {
             worker: index,
             start_ns,
             end_ns: None,

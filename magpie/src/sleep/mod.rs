@@ -210,9 +210,8 @@ impl Sleep {
         self.barrier.light();
         // Acquire: if we read a parker's decrement (R2), pairs with that RMW so that the idle
         // bit it set just before is visible to our scan in `wake_any_cold`. (Free on x86.)
-        let state = self.state.load(Acquire);
-        if state != self.saturated_state() {
-            self.notify_work_cold(IdleState(state));
+        if let Some(state) = self.unsaturated(Acquire) {
+            self.notify_work_cold(state);
         }
     }
 
@@ -227,9 +226,8 @@ impl Sleep {
         // `register_parked`.
         fence(SeqCst);
         // Acquire: as in `notify_work`.
-        let state = self.state.load(Acquire);
-        if state != self.saturated_state() {
-            self.notify_work_cold(IdleState(state));
+        if let Some(state) = self.unsaturated(Acquire) {
+            self.notify_work_cold(state);
         }
     }
 
@@ -239,9 +237,8 @@ impl Sleep {
         // SeqCst: as in `notify_work_outside`.
         fence(SeqCst);
         // Acquire: as in `notify_work`.
-        let state = self.state.load(Acquire);
-        if state != self.saturated_state() {
-            self.notify_task_cold(IdleState(state));
+        if let Some(state) = self.unsaturated(Acquire) {
+            self.notify_task_cold(state);
         }
     }
 
@@ -259,10 +256,17 @@ impl Sleep {
             fence(SeqCst);
         }
         // SeqCst: see above; pairs with the SeqCst decrement and fence in `register_parked`.
-        let state = self.state.load(SeqCst);
-        if state != self.saturated_state() {
-            self.notify_task_cold(IdleState(state));
+        if let Some(state) = self.unsaturated(SeqCst) {
+            self.notify_task_cold(state);
         }
+    }
+
+    /// The state, loaded with `order`, unless it shows every worker unparked and nobody
+    /// searching (the saturated pool every notification leaves alone on its fast path).
+    #[inline(always)]
+    fn unsaturated(&self, order: std::sync::atomic::Ordering) -> Option<IdleState> {
+        let state = self.state.load(order);
+        (state != self.saturated_state()).then_some(IdleState(state))
     }
 
     #[cold]
@@ -279,9 +283,8 @@ impl Sleep {
         // As in `notify_work`.
         self.barrier.light();
         // Acquire: as in `notify_work`.
-        let state = self.state.load(Acquire);
-        if state != self.saturated_state() {
-            self.notify_task_cold(IdleState(state));
+        if let Some(state) = self.unsaturated(Acquire) {
+            self.notify_task_cold(state);
         }
     }
 

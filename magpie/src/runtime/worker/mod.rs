@@ -96,9 +96,6 @@ pub(crate) struct WorkerThread {
     trace: Option<Arc<TraceBuffer>>,
     /// Whether task polls are timed: for the histogram, or for the trace.
     timed_polls: bool,
-    /// The value of this worker's activity word (`WorkerCounters::activity`), kept here so
-    /// that starting a unit of work is one store, with no load.
-    activity: Cell<u64>,
 }
 
 impl WorkerThread {
@@ -197,9 +194,9 @@ impl WorkerThread {
     /// one unit.
     #[inline(always)]
     fn begin_unit(&self) {
-        let word = (self.activity.get() | 1).wrapping_add(2);
-        self.activity.set(word);
-        // Relaxed: the monitor only compares values (see `WorkerCounters::activity`).
+        // Relaxed: only this worker writes the word, and the monitor only compares values
+        // (see `WorkerCounters::activity`).
+        let word = (self.counters.activity.load(Relaxed) | 1).wrapping_add(2);
         self.counters.activity.store(word, Relaxed);
     }
 
@@ -207,9 +204,9 @@ impl WorkerThread {
     /// idle, so nothing it does now counts toward a stall. On the idle path only.
     #[inline]
     fn end_unit(&self) {
-        let word = self.activity.get();
+        // Relaxed: as in `begin_unit`.
+        let word = self.counters.activity.load(Relaxed);
         if word & 1 != 0 {
-            self.activity.set(word & !1);
             // Relaxed: as in `begin_unit`.
             self.counters.activity.store(word & !1, Relaxed);
         }
@@ -421,7 +418,6 @@ pub(crate) fn run(seed: WorkerSeed) {
             || seed.registry.task_insight
             || (trace.is_some() && cfg!(not(magpie_no_trace))),
         trace,
-        activity: Cell::new(0),
         index: seed.index,
         counters: seed.registry.counters[seed.index].clone(),
         rng: Cell::new(FastRand::for_worker(seed.index)),
