@@ -92,6 +92,10 @@ pub(crate) struct WorkerThread {
     /// Steal victims of this worker's own group, then of the others (see `topology.rs`).
     victims_near: Box<[usize]>,
     victims_far: Box<[usize]>,
+    /// Per victim: after this worker lost a race for the oldest job of its deque, how long
+    /// that deque's oldest job must stay put before we pay a heavy barrier for it again
+    /// (see `steal_job`).
+    lost_races: Box<[Cell<Option<search::LostRace>>]>,
     /// This worker's event ring, when tracing is on.
     trace: Option<Arc<TraceBuffer>>,
     /// Whether task polls are timed: for the histogram, or for the trace.
@@ -412,6 +416,9 @@ pub(crate) fn run(seed: WorkerSeed) {
         .as_ref()
         .map(|traces| traces[seed.index].clone());
     let worker = WorkerThread {
+        lost_races: (0..seed.registry.stealers.len())
+            .map(|_| Cell::new(None))
+            .collect(),
         victims_near,
         victims_far,
         timed_polls: seed.registry.poll_time_histogram

@@ -94,9 +94,21 @@ impl WorkerThread {
     /// up to [`STEAL_BATCH`] victims instead of one per victim (or per attempt): the deque's
     /// steal needs a barrier between its loads of `top` and `bottom`, and one barrier after
     /// the loads of `top` of several deques serves them all (`Stealer::steal_begin`).
+    ///
+    /// A steal that loses its race (to the owner's pop of its last job, or to another thief)
+    /// has paid its barrier for nothing. In the asymmetric mode that barrier took microseconds
+    /// (13-14 µs on this project's 2-CPU machines, 2-11 µs on a 16-CPU one), and the owner
+    /// that won had finished everything above the job in that time: the deque is draining,
+    /// and racing for it again at once mostly loses again (about 30% of fib's and tree_sum's
+    /// steal barriers were lost races, at the tail of each run). So after a lost race we let
+    /// that victim be until its oldest job has stayed put for as long as the lost barrier
+    /// took: a job that survives that long is one the owner is not about to reach, and worth
+    /// the barrier. Other victims, and this one's next job, are taken as before. This took
+    /// fib's steal barriers per steal from 1.4 to 1.2 at 2-16 workers (BENCHMARKS.md).
     fn steal_job(&self, order: &VictimOrder<'_>) -> Option<Work> {
         let registry = &*self.registry;
         let counters = &self.counters;
+        let barrier = registry.sleep.barrier();
         let mut begun = [(0usize, false, 0isize); STEAL_BATCH];
         loop {
             let mut lost_race = false;
@@ -106,6 +118,9 @@ impl WorkerThread {
                 let mut n = 0;
                 for (victim, near) in victims.by_ref() {
                     if let Some(top) = registry.stealers[victim].steal_begin() {
+                        if !self.may_race(victim, top) {
+                            continue;
+                        }
                         begun[n] = (victim, near, top);
                         n += 1;
                         if n == STEAL_BATCH {
@@ -117,26 +132,30 @@ impl WorkerThread {
                     break;
                 }
                 // The deques and the sleep coordinator share the runtime's mode.
-                debug_assert_eq!(
-                    registry.stealers[begun[0].0].barrier(),
-                    registry.sleep.barrier()
-                );
-                registry.sleep.barrier().heavy();
-                if registry.sleep.barrier().is_asymmetric() {
+                debug_assert_eq!(registry.stealers[begun[0].0].barrier(), barrier);
+                let paid_ns = if barrier.is_asymmetric() {
+                    let before = registry.uptime_ns();
+                    barrier.heavy();
                     bump(&counters.steal_heavy_barriers);
-                }
+                    registry.uptime_ns().saturating_sub(before)
+                } else {
+                    barrier.heavy();
+                    0
+                };
                 for &(victim, near, top) in &begun[..n] {
                     match registry.stealers[victim].steal_end(top) {
                         Steal::Success(ptr) => {
                             bump(&counters.steal_attempts);
                             bump(&counters.jobs_stolen);
+                            self.lost_races[victim].set(None);
                             // SAFETY: only `JobRef::as_ptr` values are pushed.
                             let job = unsafe { JobRef::from_ptr(ptr) };
                             return Some(self.stolen(victim, near, Work::Job(job), 1));
                         }
-                        Steal::Empty => {}
+                        Steal::Empty => self.lost(victim, top, paid_ns),
                         Steal::Retry => {
                             bump(&counters.steal_attempts);
+                            self.lost(victim, top, paid_ns);
                             lost_race = true;
                         }
                     }
@@ -146,6 +165,40 @@ impl WorkerThread {
                 return None;
             }
             // Another thief (or the owner) took a job we aimed at: the deque may hold more.
+        }
+    }
+
+    /// Whether to pay a heavy barrier for the job at `top` of `victim`'s deque: always,
+    /// unless we lost a race there and its oldest job has not yet stayed put as long as that
+    /// race's barrier took (`steal_job`).
+    fn may_race(&self, victim: usize, top: isize) -> bool {
+        let slot = &self.lost_races[victim];
+        let Some(lost) = slot.get() else {
+            return true;
+        };
+        let now = self.registry.uptime_ns();
+        if lost.top != top {
+            // A new oldest job: it must stay put from now on.
+            slot.set(Some(LostRace {
+                top,
+                since_ns: now,
+                ..lost
+            }));
+            return false;
+        }
+        now.saturating_sub(lost.since_ns) >= lost.wait_ns
+    }
+
+    /// Records a lost race for the job at `top` of `victim`'s deque, whose barrier took
+    /// `paid_ns` (0 in the symmetric mode, which has no barrier to save).
+    fn lost(&self, victim: usize, top: isize, paid_ns: u64) {
+        // Not under the checkers: their schedules must not depend on the real clock.
+        if paid_ns > 0 && cfg!(not(any(loom, shuttle))) {
+            self.lost_races[victim].set(Some(LostRace {
+                top,
+                since_ns: self.registry.uptime_ns(),
+                wait_ns: paid_ns,
+            }));
         }
     }
 
@@ -204,6 +257,18 @@ impl WorkerThread {
         }
         None
     }
+}
+
+/// A race for a victim's oldest job that this worker lost, and how long the victim's oldest
+/// job must stay put before it races there again (`WorkerThread::steal_job`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LostRace {
+    /// The `top` of the deque's oldest job when we last looked.
+    top: isize,
+    /// When we first saw that job there (`Registry::uptime_ns`).
+    since_ns: u64,
+    /// How long the barrier of the lost race took.
+    wait_ns: u64,
 }
 
 /// Victims whose deques one heavy barrier serves (`steal_job`). A pass over more workers
