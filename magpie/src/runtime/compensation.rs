@@ -98,6 +98,11 @@ impl Compensation {
         self.on.load(Relaxed)
     }
 
+    /// The word [`Compensation::on`] reads (`Registry::switch_of`).
+    pub(crate) fn on_word(&self) -> &AtomicUsize {
+        &self.on
+    }
+
     /// Compensation workers started so far.
     pub(crate) fn started(&self) -> u64 {
         // Relaxed: a statistic.

@@ -270,9 +270,18 @@ impl Registry {
     /// existed (the compare with `ordinary` aside).
     #[inline]
     pub(crate) fn is_switched_on(&self, worker: usize) -> bool {
+        let (word, rank) = self.switch_of(worker);
+        // Relaxed: see `active_workers` and `Compensation::on`.
+        rank < word.load(Relaxed)
+    }
+
+    /// The word that switches slot `worker` on and off, and the slot's rank against it:
+    /// the slot is on while its rank is below the word (`is_switched_on`). A worker looks
+    /// them up once and reads only the word in its loop.
+    pub(crate) fn switch_of(&self, worker: usize) -> (&AtomicUsize, usize) {
         match worker.checked_sub(self.ordinary) {
-            None => worker < self.active_workers(),
-            Some(k) => k < self.compensation.on(),
+            None => (&self.active, worker),
+            Some(k) => (self.compensation.on_word(), k),
         }
     }
 

@@ -28,7 +28,6 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
 use super::error::JoinError;
-use super::id;
 use super::notified::{Notified, Schedule};
 use super::raw::{drop_payload, Cell, Core, Header, RawTask, Trailer};
 use super::state::{
@@ -40,12 +39,12 @@ use crate::sync::StatAtomicU64;
 use crate::util::unwind::{halt_unwinding, Payload};
 
 /// Who polls a task, and how: what the task's insight counters (raw.rs invariant 6) and the
-/// worker's "polling now" word record of the poll.
+/// poller's "polling now" word record of the poll.
 pub(crate) struct Poller<'a> {
-    /// The polling worker's "polling now" word (`WorkerCounters::polling`), which holds the
-    /// task's header address while the poll runs; `None` off the workers (the blocking
-    /// pool, tests).
-    pub(crate) polling: Option<&'a StatAtomicU64>,
+    /// The poller's "polling now" word, which holds the task's header address while the poll
+    /// runs: the worker's (`WorkerCounters::polling`, for `Runtime::tasks` and `task::id`),
+    /// or off the workers the run's own (`Notified::run`, for `task::id`).
+    pub(crate) polling: &'a StatAtomicU64,
     /// When the poll starts, in ns on the runtime's clock: the worker's last clock reading
     /// for an untimed poll (no clock is read for it), the poll's start for a timed one.
     pub(crate) start_ns: u64,
@@ -57,10 +56,10 @@ pub(crate) struct Poller<'a> {
 
 impl Poller<'_> {
     /// A poll off the workers, untimed, at time 0 (the blocking pool's tasks are not in any
-    /// live-task list, so nobody reads the times).
-    pub(crate) fn off_pool() -> Poller<'static> {
+    /// live-task list, so nobody reads the times), with `polling` as its word.
+    pub(crate) fn off_pool(polling: &StatAtomicU64) -> Poller<'_> {
         Poller {
-            polling: None,
+            polling,
             start_ns: 0,
             clock: None,
             end_ns: std::cell::Cell::new(0),
@@ -143,23 +142,25 @@ where
 
     /// Polls the future once; this thread holds `RUNNING` and the `Notified`'s reference.
     /// Returns whether the task completed.
+    ///
+    /// This is the hottest path of the async rows: besides the poll itself it costs two
+    /// stores of the polling word, one test of the task's origin word and one more test
+    /// after the poll. A task with insight counters, and a timed poll, take the cold
+    /// functions below (BENCHMARKS.md, "Task identity: what it costs").
     fn poll_future(self, poller: &Poller<'_>) -> bool {
-        // The task is the thread's current one (`task::id`) for the length of `poll`: off
-        // the workers through a thread-local, on them through the polling word below.
         let header = self.header();
-        let current = poller
-            .polling
-            .is_none()
-            .then(|| id::enter(header.identity.id));
         let insight = header.identity.insight();
-        if let Some(insight) = insight {
-            insight.activity.begin_poll(poller.start_ns);
+        // One test before the poll and one after for both kinds of extra work.
+        let noted = insight.is_some() | poller.clock.is_some();
+        if noted {
+            begin_noted_poll(insight, poller);
         }
-        if let Some(polling) = poller.polling {
-            // Relaxed: a statistic; the dump reads it under the live list's shard lock,
-            // which orders it against the task's unlinking (`Runtime::tasks`).
-            polling.store(header as *const Header as u64, Relaxed);
-        }
+        // Relaxed: the dump reads it under the live list's shard lock, which orders it
+        // against the task's unlinking (`Runtime::tasks`); `task::id` reads it on this
+        // thread.
+        poller
+            .polling
+            .store(header as *const Header as u64, Relaxed);
         let polled = {
             // SAFETY: the poller's reference outlives the waker (it is dropped at the end of
             // this block, before any transition below gives that reference up); the waker's
@@ -172,20 +173,12 @@ where
                 unsafe { self.core().poll(&mut cx) }
             })
         };
-        drop(current);
+        // Relaxed: as above. Before the task can complete, leave the live list and have its
+        // address reused: a dump never sees this word name another task.
+        poller.polling.store(0, Relaxed);
         // Before any transition out of RUNNING: after it, another poller may be writing.
-        let elapsed = poller.clock.map(|clock| {
-            let end = clock();
-            poller.end_ns.set(end);
-            end.saturating_sub(poller.start_ns)
-        });
-        if let Some(polling) = poller.polling {
-            // Relaxed: as above. Before the task can complete, leave the live list and have
-            // its address reused: a dump never sees this word name another task.
-            polling.store(0, Relaxed);
-        }
-        if let Some(insight) = insight {
-            insight.activity.end_poll(elapsed);
+        if noted {
+            end_noted_poll(insight, poller);
         }
         match polled {
             Ok(Poll::Pending) => match self.state().transition_to_idle() {
@@ -406,5 +399,31 @@ where
             self.drop_join_waker();
         }
         self.drop_reference();
+    }
+}
+
+/// The start of a timed poll, or of a poll of a task with insight counters
+/// (`Harness::poll_future`).
+#[cold]
+#[inline(never)]
+fn begin_noted_poll(insight: Option<&super::raw::Insight>, poller: &Poller<'_>) {
+    if let Some(insight) = insight {
+        insight.activity.begin_poll(poller.start_ns);
+    }
+}
+
+/// The end of a timed poll, or of a poll of a task with insight counters: reads the clock
+/// for a timed one and leaves the reading in the poller, and records the poll in the counters
+/// (`Harness::poll_future`).
+#[cold]
+#[inline(never)]
+fn end_noted_poll(insight: Option<&super::raw::Insight>, poller: &Poller<'_>) {
+    let elapsed = poller.clock.map(|clock| {
+        let end = clock();
+        poller.end_ns.set(end);
+        end.saturating_sub(poller.start_ns)
+    });
+    if let Some(insight) = insight {
+        insight.activity.end_poll(elapsed);
     }
 }

@@ -15,10 +15,11 @@
 //! On a worker, [`id`] follows the worker's "polling now" word (`WorkerCounters::polling`,
 //! which the harness sets to the task's header for the length of the `poll` call, for
 //! `Runtime::tasks`) to the task's header: the poll path pays nothing more for `id`. Off the
-//! workers (the blocking pool, the unit tests' schedulers) the harness sets a thread-local
-//! for the same span instead, restoring the previous value after. Either way the span is
-//! `poll` itself: the future's destructor and the terminate hook run outside it (a hook has
-//! [`TaskMeta::id`](super::TaskMeta::id)).
+//! workers (the blocking pool, the unit tests' schedulers) the poll gets a word of its own,
+//! which the harness sets the same way, and a thread-local points [`id`] at it for as long
+//! as the run lasts (restoring the previous one after, so runs may nest). Either way the span
+//! is `poll` itself: the future's destructor and the terminate hook run outside it (a hook
+//! has [`TaskMeta::id`](super::TaskMeta::id)).
 
 use std::cell::Cell;
 use std::fmt;
@@ -26,7 +27,8 @@ use std::num::NonZeroU64;
 
 use crate::sync::atomic::Relaxed;
 use crate::sync::thread::thread_local;
-use crate::sync::StaticAtomicU64;
+use crate::sync::{StatAtomicU64, StaticAtomicU64};
+use crate::task::raw::Header;
 
 /// An opaque identifier of a task, unique among all tasks of the process (across runtimes)
 /// and never reused.
@@ -126,8 +128,9 @@ thread_local! {
 
 // A second block: loom's `thread_local!` takes one static per invocation.
 thread_local! {
-    /// The task being polled on this thread, off the workers (module docs).
-    static CURRENT: Cell<Option<Id>> = const { Cell::new(None) };
+    /// The polling word of the run off the workers going on on this thread, if any (module
+    /// docs); null otherwise.
+    static CURRENT: Cell<*const StatAtomicU64> = const { Cell::new(std::ptr::null()) };
 }
 
 /// The id of the task running on this thread.
@@ -167,29 +170,55 @@ pub fn id() -> Id {
 /// assert!(id.is_some());
 /// ```
 pub fn try_id() -> Option<Id> {
-    // SAFETY: a non-null current worker is live for the duration of this call.
-    if let Some(worker) = unsafe { crate::runtime::worker::WorkerThread::current().as_ref() } {
-        if let Some(header) = worker.polling_task() {
+    // The innermost first: a run off the workers (which a task on a worker may start).
+    let word = CURRENT.try_with(Cell::get).unwrap_or(std::ptr::null());
+    // SAFETY: non-null only inside `with_off_pool_word`, whose word outlives the call.
+    if let Some(word) = unsafe { word.as_ref() } {
+        // SAFETY: a nonzero word is the header of the task being polled on this thread
+        // (the harness sets it at the poll's start and clears it before the poll's
+        // reference can go), and we run inside that poll.
+        if let Some(header) = unsafe { polled_header(word) } {
             return Some(header.identity.id);
         }
     }
-    CURRENT.try_with(Cell::get).ok().flatten()
+    // SAFETY: a non-null current worker is live for the duration of this call.
+    let worker = unsafe { crate::runtime::worker::WorkerThread::current().as_ref() }?;
+    worker.polling_task().map(|header| header.identity.id)
 }
 
-/// Makes `id` the current task of this thread until the guard drops (the harness, around a
-/// poll). Restores the previous one, so polls that nest (a task's poll that runs another
-/// task's, as a test scheduler may) leave the outer id in place.
+/// The task a polling word names, if it names one.
+///
+/// # Safety
+///
+/// `word` is the polling word of this thread's poll (a worker's, or a run off the workers'),
+/// read on this thread.
 #[inline]
-pub(crate) fn enter(id: Id) -> CurrentGuard {
-    CurrentGuard(CURRENT.try_with(|c| c.replace(Some(id))).ok().flatten())
+pub(crate) unsafe fn polled_header(word: &StatAtomicU64) -> Option<&Header> {
+    // Relaxed: the word is written by this thread only (the harness, around the poll).
+    let address = word.load(Relaxed) as usize as *const Header;
+    // SAFETY: by the caller's promise, a nonzero word is the header of the task polled on
+    // this thread now, live until the harness clears the word.
+    unsafe { address.as_ref() }
 }
 
-/// Restores the previous current task (see [`enter`]).
-pub(crate) struct CurrentGuard(Option<Id>);
-
-impl Drop for CurrentGuard {
-    #[inline]
-    fn drop(&mut self) {
-        let _ = CURRENT.try_with(|c| c.set(self.0));
+/// Runs `f` (a run of a task off the workers, `Notified::run`) with [`try_id`] on this
+/// thread following `word`, which the harness sets around the poll as it sets a worker's.
+/// The previous word comes back after, also if `f` unwinds, so runs may nest (a task's poll
+/// that runs another's, as a test scheduler may).
+#[inline]
+pub(crate) fn with_off_pool_word<R>(word: &StatAtomicU64, f: impl FnOnce() -> R) -> R {
+    struct Restore(*const StatAtomicU64);
+    impl Drop for Restore {
+        #[inline]
+        fn drop(&mut self) {
+            let _ = CURRENT.try_with(|current| current.set(self.0));
+        }
     }
+    let previous = CURRENT
+        .try_with(|current| current.replace(word))
+        .unwrap_or(std::ptr::null());
+    // `word` outlives this guard, which ends before we return: `try_id` never sees the
+    // pointer once `word` may be gone.
+    let _restore = Restore(previous);
+    f()
 }

@@ -10,6 +10,7 @@ use std::ptr::NonNull;
 
 use super::harness::Poller;
 use super::raw::{Header, Identity, RawTask};
+use crate::sync::StatAtomicU64;
 use crate::util::unwind::{drop_payload, Payload};
 
 /// Where a task goes when it is woken: the runtime's run queues (tests use a plain queue).
@@ -81,7 +82,8 @@ impl<S: Schedule> Notified<S> {
     /// Runs the task once: polls its future, or drops it if the task was aborted. Returns
     /// whether the task completed.
     pub(crate) fn run(self) -> bool {
-        self.run_on(&Poller::off_pool())
+        let word = StatAtomicU64::new(0);
+        super::id::with_off_pool_word(&word, || self.run_on(&Poller::off_pool(&word)))
     }
 
     /// [`Notified::run`] by `poller` (a worker, with its clock).

@@ -712,3 +712,29 @@ fn identity_origin_round_trips() {
     assert_eq!(counted.insight().unwrap().spawned_ns, 7);
     assert_ne!(plain.id, named.id);
 }
+
+/// Off the workers, `task::try_id` names the task whose poll is running, for the poll only;
+/// a run nested in another task's poll names the inner task, then the outer one again.
+#[test]
+fn try_id_follows_nested_runs_off_the_workers() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let outer = rt.spawn(async {
+        let before = crate::task::try_id();
+        let inner_rt = Runtime::default();
+        let inner = inner_rt.spawn(async { crate::task::try_id() });
+        let inner_id = inner.id();
+        inner_rt.run_until_idle();
+        let seen_inside = inner.await.unwrap();
+        (before, inner_id, seen_inside, crate::task::try_id())
+    });
+    let outer_id = outer.id();
+    assert_eq!(crate::task::try_id(), None);
+    rt.run_until_idle();
+    assert_eq!(crate::task::try_id(), None);
+    let (before, inner_id, seen_inside, after) = block_on(outer).unwrap();
+    assert_ne!(inner_id, outer_id);
+    assert_eq!(before, Some(outer_id));
+    assert_eq!(seen_inside, Some(inner_id));
+    assert_eq!(after, Some(outer_id));
+}

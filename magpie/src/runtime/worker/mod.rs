@@ -43,6 +43,7 @@ use crate::stats::trace::{Kind, TraceBuffer};
 use crate::stats::{bump, set, WorkerCounters};
 use crate::sync::atomic::Relaxed;
 use crate::sync::thread::thread_local;
+use crate::sync::AtomicUsize;
 use crate::task::raw::Header;
 use crate::util::rand::FastRand;
 use crate::util::unwind::AbortIfPanic;
@@ -96,6 +97,11 @@ pub(crate) struct WorkerThread {
     /// that deque's oldest job must stay put before we pay a heavy barrier for it again
     /// (see `steal_job`).
     lost_races: Box<[Cell<Option<search::LostRace>>]>,
+    /// The word that switches this worker on and off (`set_active_workers`, or for a
+    /// compensation slot the monitor), inside `registry`, and this worker's rank against it
+    /// (`Registry::switch_of`): the main loop reads the word without looking up which.
+    switch_word: *const AtomicUsize,
+    switch_rank: usize,
     /// This worker's event ring, when tracing is on.
     trace: Option<Arc<TraceBuffer>>,
     /// Whether task polls are timed: for the histogram, or for the trace.
@@ -368,11 +374,20 @@ impl WorkerThread {
         !self.ring.is_empty() || !self.slots().lifo.is_empty()
     }
 
+    /// Whether this worker is switched on (`Registry::is_switched_on` for this worker).
+    #[inline]
+    fn is_switched_on(&self) -> bool {
+        // SAFETY: `switch_word` points into the registry, which `self.registry` keeps alive.
+        let word = unsafe { &*self.switch_word };
+        // Relaxed: as in `Registry::is_switched_on`.
+        self.switch_rank < word.load(Relaxed)
+    }
+
     /// The main loop: find work, run it, park when there is none, until terminated.
     fn main_loop(&self) {
         let mut idle = IdleLoop::new(self, false);
         loop {
-            if !self.registry.is_switched_on(self.index) {
+            if !self.is_switched_on() {
                 idle.found_work();
                 self.end_unit();
                 if self.retire() {
@@ -415,7 +430,11 @@ pub(crate) fn run(seed: WorkerSeed) {
         .traces
         .as_ref()
         .map(|traces| traces[seed.index].clone());
+    let (switch_word, switch_rank) = seed.registry.switch_of(seed.index);
+    let switch_word: *const AtomicUsize = switch_word;
     let worker = WorkerThread {
+        switch_word,
+        switch_rank,
         lost_races: (0..seed.registry.stealers.len())
             .map(|_| Cell::new(None))
             .collect(),

@@ -10,7 +10,6 @@ use crate::queue::local::{self, Overflow};
 use crate::runtime::registry::{Registry, Task};
 use crate::stats::trace::Kind;
 use crate::stats::{add, bump, histogram_bucket, set, WorkerCounters};
-use crate::sync::atomic::Relaxed;
 use crate::sync::StatAtomicU64;
 use crate::task::coop;
 use crate::task::harness::Poller;
@@ -130,7 +129,13 @@ impl WorkerThread {
     /// blocking closure returns, and busy workers look at the inject queue at maintenance,
     /// not at this worker's ring (`worker/block.rs`).
     pub(crate) fn schedule_local(&self, task: Task, is_yield: bool) {
-        if is_yield || !self.tasks.in_task.get() {
+        if is_yield {
+            // A task that woke itself in its poll, rescheduled when the poll returned: any
+            // `block_in_place` it called has returned by then.
+            debug_assert_eq!(self.tasks.blocking.get(), 0);
+            count(&self.tasks.local_scheduled);
+            self.ring.push_back(task.into_header(), &self.to_inject());
+        } else if !self.tasks.in_task.get() {
             if self.tasks.blocking.get() != 0 {
                 return self.registry.push_remote(task);
             }
@@ -249,7 +254,7 @@ impl WorkerThread {
             self.run_task_timed(task);
         } else {
             let poller = Poller {
-                polling: Some(&self.counters.polling),
+                polling: &self.counters.polling,
                 start_ns: state.clock_ns.get(),
                 clock: None,
                 end_ns: Cell::new(0),
@@ -265,12 +270,8 @@ impl WorkerThread {
     /// The task this worker is polling, if it is polling one (its `polling` word).
     #[inline]
     pub(crate) fn polling_task(&self) -> Option<&Header> {
-        // Relaxed: the worker's own word, written by this thread (the caller is on it).
-        let address = self.counters.polling.load(Relaxed) as usize as *const Header;
-        // SAFETY: a nonzero word is the header of the task this thread is polling now (the
-        // harness sets it at the poll's start and clears it before the poll's reference
-        // can go), and the caller runs inside that poll, on this thread.
-        unsafe { address.as_ref() }
+        // SAFETY: the worker's own polling word, and the caller is on this worker's thread.
+        unsafe { crate::task::id::polled_header(&self.counters.polling) }
     }
 
     /// A new task id, from this worker's block (`task/id.rs`).
@@ -299,7 +300,7 @@ impl WorkerThread {
         let registry = &*self.registry;
         let clock = || registry.uptime_ns();
         let poller = Poller {
-            polling: Some(&self.counters.polling),
+            polling: &self.counters.polling,
             start_ns: start,
             clock: Some(&clock),
             end_ns: Cell::new(start),
