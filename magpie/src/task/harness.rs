@@ -149,11 +149,10 @@ where
     /// functions below (BENCHMARKS.md, "Task identity: what it costs").
     fn poll_future(self, poller: &Poller<'_>) -> bool {
         let header = self.header();
-        let insight = header.identity.insight();
         // One test before the poll and one after for both kinds of extra work.
-        let noted = insight.is_some() | poller.clock.is_some();
+        let noted = header.identity.has_insight() | poller.clock.is_some();
         if noted {
-            begin_noted_poll(insight, poller);
+            begin_noted_poll(header, poller);
         }
         // Relaxed: the dump reads it under the live list's shard lock, which orders it
         // against the task's unlinking (`Runtime::tasks`); `task::id` reads it on this
@@ -178,7 +177,7 @@ where
         poller.polling.store(0, Relaxed);
         // Before any transition out of RUNNING: after it, another poller may be writing.
         if noted {
-            end_noted_poll(insight, poller);
+            end_noted_poll(header, poller);
         }
         match polled {
             Ok(Poll::Pending) => match self.state().transition_to_idle() {
@@ -406,8 +405,8 @@ where
 /// (`Harness::poll_future`).
 #[cold]
 #[inline(never)]
-fn begin_noted_poll(insight: Option<&super::raw::Insight>, poller: &Poller<'_>) {
-    if let Some(insight) = insight {
+fn begin_noted_poll(header: &Header, poller: &Poller<'_>) {
+    if let Some(insight) = header.identity.insight() {
         insight.activity.begin_poll(poller.start_ns);
     }
 }
@@ -417,13 +416,13 @@ fn begin_noted_poll(insight: Option<&super::raw::Insight>, poller: &Poller<'_>) 
 /// (`Harness::poll_future`).
 #[cold]
 #[inline(never)]
-fn end_noted_poll(insight: Option<&super::raw::Insight>, poller: &Poller<'_>) {
+fn end_noted_poll(header: &Header, poller: &Poller<'_>) {
     let elapsed = poller.clock.map(|clock| {
         let end = clock();
         poller.end_ns.set(end);
         end.saturating_sub(poller.start_ns)
     });
-    if let Some(insight) = insight {
+    if let Some(insight) = header.identity.insight() {
         insight.activity.end_poll(elapsed);
     }
 }

@@ -170,11 +170,18 @@ impl Identity {
         self.insight_ptr().map(|insight| unsafe { &*insight })
     }
 
+    /// Whether the task keeps an [`Insight`]: one bit test, for the poll path.
+    #[inline]
+    pub(crate) fn has_insight(&self) -> bool {
+        self.origin.0.as_ptr() as usize & 1 == 1
+    }
+
     /// The `Box<Insight>` of `new`, untagged, if the origin is one.
     #[inline]
     fn insight_ptr(&self) -> Option<*mut Insight> {
         let ptr = self.origin.0.as_ptr();
-        (ptr as usize & 1 == 1).then(|| ptr.wrapping_byte_sub(1).cast::<Insight>())
+        self.has_insight()
+            .then(|| ptr.wrapping_byte_sub(1).cast::<Insight>())
     }
 
     /// Where the task was spawned.
