@@ -11,16 +11,12 @@
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
 
 use magpie::task::JoinHandle;
 use magpie::Runtime;
 
 mod common;
-use common::{fib, Ledger};
-
-/// How long anything may take before the test calls it a hang.
-const WAIT: Duration = Duration::from_secs(30);
+use common::{fib, Ledger, DEADLINE as WAIT};
 
 fn runtime(workers: usize, max_workers: usize, compensation: usize) -> Runtime {
     Runtime::builder()

@@ -133,14 +133,16 @@ impl WorkerThread {
                 }
                 // The deques and the sleep coordinator share the runtime's mode.
                 debug_assert_eq!(registry.stealers[begun[0].0].barrier(), barrier);
-                let paid_ns = if barrier.is_asymmetric() {
+                // The barrier's time and end, for a race it loses (`lost`).
+                let paid = if barrier.is_asymmetric() {
                     let before = registry.uptime_ns();
                     barrier.heavy();
                     bump(&counters.steal_heavy_barriers);
-                    registry.uptime_ns().saturating_sub(before)
+                    let after = registry.uptime_ns();
+                    (after.saturating_sub(before), after)
                 } else {
                     barrier.heavy();
-                    0
+                    (0, 0)
                 };
                 for &(victim, near, top) in &begun[..n] {
                     match registry.stealers[victim].steal_end(top) {
@@ -152,10 +154,10 @@ impl WorkerThread {
                             let job = unsafe { JobRef::from_ptr(ptr) };
                             return Some(self.stolen(victim, near, Work::Job(job), 1));
                         }
-                        Steal::Empty => self.lost(victim, top, paid_ns),
+                        Steal::Empty => self.lost(victim, top, paid),
                         Steal::Retry => {
                             bump(&counters.steal_attempts);
-                            self.lost(victim, top, paid_ns);
+                            self.lost(victim, top, paid);
                             lost_race = true;
                         }
                     }
@@ -190,13 +192,14 @@ impl WorkerThread {
     }
 
     /// Records a lost race for the job at `top` of `victim`'s deque, whose barrier took
-    /// `paid_ns` (0 in the symmetric mode, which has no barrier to save).
-    fn lost(&self, victim: usize, top: isize, paid_ns: u64) {
+    /// `paid.0` ns and ended at `paid.1` (0 in the symmetric mode, which has no barrier to
+    /// save).
+    fn lost(&self, victim: usize, top: isize, (paid_ns, paid_at): (u64, u64)) {
         // Not under the checkers: their schedules must not depend on the real clock.
         if paid_ns > 0 && cfg!(not(any(loom, shuttle))) {
             self.lost_races[victim].set(Some(LostRace {
                 top,
-                since_ns: self.registry.uptime_ns(),
+                since_ns: paid_at,
                 wait_ns: paid_ns,
             }));
         }
