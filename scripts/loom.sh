@@ -28,7 +28,8 @@ RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
     cargo test --release -p magpie --lib loom_runtime_ -- --test-threads=2 "$@"
 
 # Negative controls: with `--cfg magpie_loom_broken` the code under test is deliberately
-# broken (a Relaxed where Acquire is needed in the deque's steal; a Relaxed where Release is
+# broken (a Relaxed where Acquire is needed in the deque's steal, and a thief that skips
+# the heavy barrier whoever wrote `top`; a Relaxed where Release is
 # needed in the task inject queue's publishing CAS; the trace ring's reader
 # keeping torn events; the timer driver storing its next deadline outside the lock, and
 # closing in two lock holds (draining, then marking closed); a task
@@ -41,7 +42,8 @@ RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
 RUSTFLAGS="--cfg loom --cfg magpie_loom_broken ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom-broken \
     LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
     cargo test --release -p magpie --lib -- --test-threads=1 \
-    loom_pop_then_push_reuses_slot_while_stolen_from loom_inject_two_producers_and_a_consumer \
+    loom_pop_then_push_reuses_slot_while_stolen_from loom_second_steal_races_owner_pop \
+    loom_inject_two_producers_and_a_consumer \
     loom_trace:: \
     loom_timer_register_races_fire loom_timer_close_races_register \
     loom_wait_idle_after_handle_drop_sees_the_output_dropped \

@@ -39,6 +39,20 @@
 //!    without that edge the owner could reuse slot `t` while the thief that took index `t`
 //!    has not yet read it (in the C++ model, the thief's read could see the new item: the
 //!    old one is lost and the new one run twice).
+//! 7. A thief needs no heavy barrier for index `t` when the owner itself wrote `top = t`
+//!    (its CAS for the last item; or `t` = 0, the initial value), which the owner records in
+//!    `owner_top` after the CAS. The barrier exists because the owner may pop index `t`
+//!    without a CAS after reading a `top` below `t`: that cannot happen after the owner's own
+//!    write of `t` (write-read coherence: its later loads of `top` return `t` or more), and
+//!    a pop before that write is ordered before the thief's load of `bottom` by the thief's
+//!    Acquire load of `top`, which read from the owner's CAS (the pop's reservation of
+//!    `bottom` precedes the CAS, so the thief reads that reservation or a later `bottom`;
+//!    every later one that admits index `t` comes from a push after the CAS, whose item the
+//!    owner can only take by a CAS). Each value of `top` is written once, so `owner_top ==
+//!    t` identifies the writer and needs no ordering of its own. A deque that drains (the
+//!    owner's CAS for its last item) is thus stolen from without a barrier until a thief
+//!    takes a job; in fork-join code at a few workers that is most steals (ARCHITECTURE.md,
+//!    "Steals that need no barrier").
 
 use std::cell::Cell;
 use std::ptr::NonNull;
@@ -63,6 +77,15 @@ pub(crate) enum Steal<T> {
     Success(T),
     /// Lost a race with another thief or the owner; the deque may still hold items.
     Retry,
+}
+
+/// A steal begun by [`Stealer::steal_begin`]: the `top` it read, and whether the heavy
+/// barrier must come before [`Stealer::steal_end`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Begun {
+    pub(crate) top: isize,
+    /// False when the owner wrote this `top` itself (invariant 7).
+    pub(crate) needs_barrier: bool,
 }
 
 /// A power-of-two array of slots.
@@ -100,10 +123,18 @@ impl<T> Buffer<T> {
     }
 }
 
+/// The thieves' end of the deque, on one cache line.
+struct TopEnd {
+    /// Index of the oldest item.
+    top: AtomicIsize,
+    /// The last value of `top` the owner wrote itself (invariant 7), or 0.
+    owner_top: AtomicIsize,
+}
+
 /// State shared by the owner and the thieves.
 struct Inner<T> {
-    /// Thieves' end: index of the oldest item.
-    top: CachePadded<AtomicIsize>,
+    /// Thieves' end: the index of the oldest item, and who wrote it.
+    ends: CachePadded<TopEnd>,
     /// Owner's end: index one past the newest item.
     bottom: CachePadded<AtomicIsize>,
     /// The live buffer.
@@ -197,7 +228,10 @@ pub(crate) fn new<T>() -> (Worker<T>, Stealer<T>) {
 pub(crate) fn with_barrier<T>(barrier: Barrier) -> (Worker<T>, Stealer<T>) {
     let buffer = Buffer::alloc(INITIAL_CAPACITY);
     let inner = Arc::new(Inner {
-        top: CachePadded::new(AtomicIsize::new(0)),
+        ends: CachePadded::new(TopEnd {
+            top: AtomicIsize::new(0),
+            owner_top: AtomicIsize::new(0),
+        }),
         bottom: CachePadded::new(AtomicIsize::new(0)),
         buffer: CachePadded::new(AtomicPtr::new(buffer)),
         retired: Mutex::new(Vec::new()),
@@ -219,7 +253,7 @@ impl<T> Inner<T> {
     fn len(&self) -> usize {
         // Relaxed: an estimate; callers that need certainty use pop/steal.
         let b = self.bottom.load(Relaxed);
-        let t = self.top.load(Relaxed);
+        let t = self.ends.top.load(Relaxed);
         b.wrapping_sub(t).max(0) as usize
     }
 }
@@ -252,7 +286,7 @@ impl<T> Worker<T> {
         if b.wrapping_sub(self.top_seen.get()) > self.mask.get() as isize {
             // Acquire: pairs with the thieves' CAS on `top`: the slots they emptied were read
             // before we overwrite them.
-            let t = self.inner.top.load(Acquire);
+            let t = self.inner.ends.top.load(Acquire);
             self.top_seen.set(t);
             if b.wrapping_sub(t) > self.mask.get() as isize {
                 // Yes. Grow it.
@@ -298,14 +332,19 @@ impl<T> Worker<T> {
         let inner = &*self.inner;
         let b = self.bottom.get().wrapping_sub(1);
         // Reserve the bottom item before looking at `top`...
-        // Relaxed: the barrier below orders it; only this thread writes `bottom`.
-        inner.bottom.store(b, Relaxed);
+        // Release: a thief may read this value of `bottom` rather than the push's that it
+        // replaces, and must still see the slots below it (Rust's release sequences, as
+        // C++20's, no longer continue through later plain stores of the same thread);
+        // pairs with the Acquire load of `bottom` in `steal_end`. The loom model of
+        // invariant 7 found it (`loom_push_pop_and_steal` without the barrier). A plain
+        // store on x86. Ordered before the load of `top` by the barrier below.
+        inner.bottom.store(b, Release);
         // ...and make that reservation visible to any thief before we read `top`: pairs with
         // the heavy barrier of `steal` (the store/load pair of Lê et al.'s `take`).
         self.barrier.light();
         // Acquire: ordered after the reservation by the barrier above; Acquire so that
         // `top_seen` carries the synchronization `push` relies on.
-        let t = inner.top.load(Acquire);
+        let t = inner.ends.top.load(Acquire);
         self.top_seen.set(t);
 
         let len = b.wrapping_sub(t);
@@ -328,9 +367,15 @@ impl<T> Worker<T> {
         // loading `top` again. Invariant 6: that reuse must happen after the thief's read
         // of the slot, and this Acquire is the edge that orders it.
         let won = inner
+            .ends
             .top
             .compare_exchange(t, t.wrapping_add(1), SeqCst, Acquire)
             .is_ok();
+        if won {
+            // Relaxed: it only says who wrote `top = t + 1` (invariant 7); the thief's
+            // ordering comes from its Acquire load of `top`, which reads our CAS.
+            inner.ends.owner_top.store(t.wrapping_add(1), Relaxed);
+        }
         // Either way the deque is now empty, with top = bottom = t + 1.
         inner.bottom.store(b.wrapping_add(1), Relaxed);
         self.bottom.set(b.wrapping_add(1));
@@ -346,7 +391,7 @@ impl<T> Worker<T> {
     #[inline]
     pub(crate) fn len(&self) -> usize {
         // Relaxed: an estimate (thieves may be taking items right now).
-        let t = self.inner.top.load(Relaxed);
+        let t = self.inner.ends.top.load(Relaxed);
         self.bottom.get().wrapping_sub(t).max(0) as usize
     }
 
@@ -365,23 +410,39 @@ impl<T> Worker<T> {
 }
 
 impl<T> Stealer<T> {
-    /// Takes the oldest item, if any, paying a heavy barrier of its own.
+    /// Takes the oldest item, if any, paying a heavy barrier of its own where it needs one
+    /// (invariant 7).
     #[allow(dead_code)] // The tests and the models; workers share barriers (`steal_begin`).
     pub(crate) fn steal(&self) -> Steal<NonNull<T>> {
-        let Some(t) = self.steal_begin() else {
+        let Some(begun) = self.steal_begin() else {
+            return Steal::Empty;
+        };
+        if begun.needs_barrier {
+            self.inner.barrier.heavy();
+        }
+        self.steal_end(begun.top)
+    }
+
+    /// [`Stealer::steal`] with a heavy barrier whether or not it needs one: the classic
+    /// algorithm, which the models check beside the barrier-free path.
+    #[cfg(test)]
+    pub(crate) fn steal_fenced(&self) -> Steal<NonNull<T>> {
+        let Some(begun) = self.steal_begin() else {
             return Steal::Empty;
         };
         self.inner.barrier.heavy();
-        self.steal_end(t)
+        self.steal_end(begun.top)
     }
 
     /// The first half of a steal that shares its heavy barrier with steals from other
     /// deques of the same runtime: a cheap look, then the load of `top`. `None` if the
-    /// deque looks empty. The caller must call [`Barrier::heavy`] (this deque's mode, see
-    /// [`Stealer::barrier`]) after `steal_begin` and before [`Stealer::steal_end`]: one heavy
-    /// barrier between the loads of `top` and `bottom` is all the algorithm asks of each
-    /// deque, and a barrier after several loads of `top` serves them all.
-    pub(crate) fn steal_begin(&self) -> Option<isize> {
+    /// deque looks empty. If the answer says [`Begun::needs_barrier`], the caller must call
+    /// [`Barrier::heavy`] (this deque's mode, see [`Stealer::barrier`]) after `steal_begin`
+    /// and before [`Stealer::steal_end`]: one heavy barrier between the loads of `top` and
+    /// `bottom` is all the algorithm asks of each deque, and a barrier after several loads
+    /// of `top` serves them all. If it does not (the owner wrote that `top`, invariant 7),
+    /// `steal_end` may follow at once.
+    pub(crate) fn steal_begin(&self) -> Option<Begun> {
         let inner = &*self.inner;
         // A cheap look first, so that thieves circling an empty deque pay no barrier.
         // Relaxed: a stale answer only delays the steal; sleepers recheck after their own
@@ -389,19 +450,28 @@ impl<T> Stealer<T> {
         if inner
             .bottom
             .load(Relaxed)
-            .wrapping_sub(inner.top.load(Relaxed))
+            .wrapping_sub(inner.ends.top.load(Relaxed))
             <= 0
         {
             return None;
         }
-        // Acquire: pairs with the CAS of whichever thief (or owner) last moved `top`.
-        Some(inner.top.load(Acquire))
+        // Acquire: pairs with the CAS of whichever thief (or owner) last moved `top`; if the
+        // owner, this is the edge invariant 7 relies on.
+        let top = inner.ends.top.load(Acquire);
+        // Relaxed: compared for identity only (invariant 7). With `--cfg magpie_loom_broken`
+        // every `top` passes for the owner's: a negative control the loom models must catch
+        // (`loom_chase_lev::loom_second_steal_races_owner_pop`).
+        let by_owner = cfg!(magpie_loom_broken) || inner.ends.owner_top.load(Relaxed) == top;
+        Some(Begun {
+            top,
+            needs_barrier: !by_owner,
+        })
     }
 
     /// The second half of a steal begun by [`Stealer::steal_begin`], which returned `t`,
-    /// after the caller's heavy barrier. That barrier pairs with the light barrier in `pop`:
-    /// either we see the owner's reservation of the bottom item, or the owner sees our `top`
-    /// (Lê et al.'s fence).
+    /// after the caller's heavy barrier if it needed one. That barrier pairs with the light
+    /// barrier in `pop`: either we see the owner's reservation of the bottom item, or the
+    /// owner sees our `top` (Lê et al.'s fence). Without it, invariant 7 stands in.
     pub(crate) fn steal_end(&self, t: isize) -> Steal<NonNull<T>> {
         let inner = &*self.inner;
         // Acquire: pairs with the Release store of `bottom` in `push`, publishing the slot.
@@ -423,6 +493,7 @@ impl<T> Stealer<T> {
 
         // Claim index `t`. SeqCst: totally ordered with the owner's CAS for the last item.
         if inner
+            .ends
             .top
             .compare_exchange(t, t.wrapping_add(1), SeqCst, Relaxed)
             .is_err()

@@ -3,6 +3,9 @@
 //! Under loom the buffer starts with 2 slots (`INITIAL_CAPACITY`), so a third push grows it,
 //! and both barriers are `fence(SeqCst)`: these models check the symmetric algorithm of Lê et
 //! al., not the `membarrier` variant (which `tests_chase_lev.rs` stresses on real threads).
+//! Every model runs twice ([`both`]): thieves stealing as the runtime does, with no barrier
+//! where the owner wrote `top` (invariant 7 of `chase_lev.rs`), and thieves that always pay
+//! the barrier (the classic algorithm).
 //!
 //! Every model checks exactly-once delivery: each item pushed is taken by at most one
 //! `pop`/`steal`, every pointer taken is one that was pushed (and points at the right value),
@@ -29,11 +32,28 @@ fn addr(item: NonNull<usize>) -> usize {
     item.as_ptr() as usize
 }
 
-/// One steal attempt; `Retry` counts as nothing taken.
-fn steal_once(stealer: &chase_lev::Stealer<usize>) -> Option<usize> {
-    match stealer.steal() {
+/// One steal attempt; `Retry` counts as nothing taken. `fenced`: always pay the barrier.
+fn steal_once(stealer: &chase_lev::Stealer<usize>, fenced: bool) -> Option<usize> {
+    let stolen = if fenced {
+        stealer.steal_fenced()
+    } else {
+        stealer.steal()
+    };
+    match stolen {
         Steal::Success(item) => Some(addr(item)),
         Steal::Empty | Steal::Retry => None,
+    }
+}
+
+/// Checks `body` as a model twice: with thieves that skip the barrier where invariant 7
+/// allows (`fenced` false), then with thieves that always pay it.
+fn both<F>(bound: Option<usize>, body: F)
+where
+    F: Fn(bool) + Sync + Send + Clone + 'static,
+{
+    for fenced in [false, true] {
+        let body = body.clone();
+        model(bound, move || body(fenced));
     }
 }
 
@@ -46,10 +66,10 @@ fn drain(worker: &chase_lev::Worker<usize>, taken: &mut Vec<usize>) {
 
 #[test]
 fn loom_push_pop_and_steal() {
-    model(None, || {
+    both(None, |fenced| {
         let items = Items::new(2);
         let (worker, stealer) = chase_lev::new();
-        let thief = thread::spawn(move || steal_once(&stealer));
+        let thief = thread::spawn(move || steal_once(&stealer, fenced));
 
         worker.push(items.get(0));
         worker.push(items.get(1));
@@ -69,10 +89,10 @@ fn loom_push_pop_and_steal() {
 
 #[test]
 fn loom_last_item_pop_races_steal() {
-    model(None, || {
+    both(None, |fenced| {
         let items = Items::new(1);
         let (worker, stealer) = chase_lev::new();
-        let thief = thread::spawn(move || steal_once(&stealer));
+        let thief = thread::spawn(move || steal_once(&stealer, fenced));
 
         worker.push(items.get(0));
         let popped = worker.pop().map(addr);
@@ -93,7 +113,7 @@ fn loom_last_item_pop_races_steal() {
 
 #[test]
 fn loom_two_thieves_and_owner() {
-    model(THREE_THREAD_BOUND, || {
+    both(THREE_THREAD_BOUND, |fenced| {
         let items = Items::new(2);
         let (worker, stealer) = chase_lev::new();
         worker.push(items.get(0));
@@ -102,7 +122,7 @@ fn loom_two_thieves_and_owner() {
         let thieves: Vec<_> = (0..2)
             .map(|_| {
                 let stealer = stealer.clone();
-                thread::spawn(move || steal_once(&stealer))
+                thread::spawn(move || steal_once(&stealer, fenced))
             })
             .collect();
         drop(stealer);
@@ -121,12 +141,12 @@ fn loom_growth_races_steal() {
     // crossbeam#726 / RUSTSEC-2021-0093: a thief that read the old buffer pointer must not
     // return a value the owner is rewriting, and one that reads the new buffer must see the
     // copied slots.
-    model(None, || {
+    both(None, |fenced| {
         let items = Items::new(3);
         let (worker, stealer) = chase_lev::new();
         let thief = thread::spawn(move || {
-            let first = steal_once(&stealer);
-            let second = steal_once(&stealer);
+            let first = steal_once(&stealer, fenced);
+            let second = steal_once(&stealer, fenced);
             (first, second)
         });
 
@@ -160,14 +180,14 @@ fn loom_pop_then_push_reuses_slot_while_stolen_from() {
     // rewrites slot 1 of the same buffer, the second grows it (or, if the thief took item 0
     // meanwhile, wraps around into slot 0). A thief that read `bottom` = 2 before the pop
     // must not come back with the popped item.
-    model(None, || {
+    both(None, |fenced| {
         let items = Items::new(4);
         let (worker, stealer) = chase_lev::new();
         worker.push(items.get(0));
         worker.push(items.get(1));
         let thief = thread::spawn(move || {
-            let first = steal_once(&stealer);
-            let second = steal_once(&stealer);
+            let first = steal_once(&stealer, fenced);
+            let second = steal_once(&stealer, fenced);
             (first, second)
         });
 
@@ -185,12 +205,12 @@ fn loom_pop_then_push_reuses_slot_while_stolen_from() {
 
 #[test]
 fn loom_drop_with_items_left() {
-    model(None, || {
+    both(None, |fenced| {
         let items = Items::new(3);
         let (worker, stealer) = chase_lev::new();
         // The thief drops its handle when done; whichever handle goes last frees the buffers
         // (the live one and, after growth, the retired one).
-        let thief = thread::spawn(move || steal_once(&stealer));
+        let thief = thread::spawn(move || steal_once(&stealer, fenced));
 
         for i in 0..3 {
             worker.push(items.get(i));
@@ -205,5 +225,64 @@ fn loom_drop_with_items_left() {
         // `Items`, not by the deque (a double free would crash here).
         let taken: Vec<usize> = stolen.into_iter().collect();
         items.check(&taken, false);
+    });
+}
+
+#[test]
+fn loom_steal_after_the_owner_drained() {
+    // The owner drains its deque (its last pop is the CAS that writes `top` = 1, so the next
+    // steal needs no barrier), after popping index 1 without a CAS twice: once item 1, once
+    // item 2 pushed into the same slot. A thief that skips the barrier must not read a
+    // `bottom` from before the drain and take item 2 (or 1) again; then item 3 goes into
+    // slot 1 and is the thief's or the owner's, once.
+    both(None, |fenced| {
+        let items = Items::new(4);
+        let (worker, stealer) = chase_lev::new();
+        let thief = thread::spawn(move || {
+            let first = steal_once(&stealer, fenced);
+            let second = steal_once(&stealer, fenced);
+            (first, second)
+        });
+
+        worker.push(items.get(0));
+        worker.push(items.get(1));
+        let mut taken: Vec<usize> = worker.pop().map(addr).into_iter().collect();
+        worker.push(items.get(2));
+        taken.extend(worker.pop().map(addr));
+        taken.extend(worker.pop().map(addr));
+        worker.push(items.get(3));
+
+        let (first, second) = thief.join().unwrap();
+        taken.extend(first);
+        taken.extend(second);
+        drain(&worker, &mut taken);
+        items.check(&taken, true);
+    });
+}
+
+#[test]
+// The negative control: with `--cfg magpie_loom_broken` a thief skips the barrier whoever
+// wrote `top`, and this model must find the item taken twice (scripts/loom.sh runs both
+// ways): after the first steal a thief wrote `top`, so the second needs the barrier.
+#[cfg_attr(magpie_loom_broken, should_panic)]
+fn loom_second_steal_races_owner_pop() {
+    both(None, |fenced| {
+        let items = Items::new(2);
+        let (worker, stealer) = chase_lev::new();
+        worker.push(items.get(0));
+        worker.push(items.get(1));
+        let thief = thread::spawn(move || {
+            let first = steal_once(&stealer, fenced);
+            let second = steal_once(&stealer, fenced);
+            (first, second)
+        });
+
+        let mut taken: Vec<usize> = worker.pop().map(addr).into_iter().collect();
+
+        let (first, second) = thief.join().unwrap();
+        taken.extend(first);
+        taken.extend(second);
+        drain(&worker, &mut taken);
+        items.check(&taken, true);
     });
 }

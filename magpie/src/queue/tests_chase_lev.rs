@@ -74,6 +74,46 @@ fn pop_and_steal_meet_in_the_middle() {
 }
 
 #[test]
+fn only_a_top_a_thief_wrote_needs_the_barrier() {
+    // Chase_lev.rs invariant 7: the owner wrote `top` (initially, and by its CAS for the
+    // last item), so a steal needs no barrier; after a thief's CAS it does, until the owner
+    // drains the deque again.
+    let values: Vec<usize> = (0..4).collect();
+    let (worker, stealer) = chase_lev::new();
+    let [a, b, c, d] = handles(&values)[..] else {
+        unreachable!()
+    };
+    assert!(
+        stealer.steal_begin().is_none(),
+        "an empty deque looked non-empty"
+    );
+    worker.push(a);
+    worker.push(b);
+    assert!(!stealer.steal_begin().unwrap().needs_barrier);
+    assert_eq!(steal_one(&stealer).map(value), Some(0));
+    let begun = stealer.steal_begin().unwrap();
+    assert!(begun.needs_barrier, "a thief wrote top, yet no barrier");
+    // The owner's pop of its last item is the CAS that makes `top` its own again.
+    assert_eq!(worker.pop().map(value), Some(1));
+    // The steal begun before that pop lost the race for item 1.
+    assert_eq!(stealer.steal_end(begun.top), Steal::Retry);
+    worker.push(c);
+    worker.push(d);
+    let begun = stealer.steal_begin().unwrap();
+    assert!(
+        !begun.needs_barrier,
+        "the owner drained the deque, yet a barrier"
+    );
+    assert_eq!(begun.top, 2);
+    assert!(matches!(stealer.steal_end(begun.top), Steal::Success(item) if value(item) == 2));
+    // A thief's steal of the last item leaves a `top` the owner never wrote.
+    assert_eq!(steal_one(&stealer).map(value), Some(3));
+    assert!(stealer.steal_begin().is_none());
+    worker.push(c);
+    assert!(stealer.steal_begin().unwrap().needs_barrier);
+}
+
+#[test]
 fn empty_deque_gives_nothing() {
     let (worker, stealer) = chase_lev::new::<usize>();
     assert_eq!(worker.pop(), None);
@@ -245,20 +285,26 @@ where
     F: FnOnce(&chase_lev::Worker<AtomicUsize>, &[AtomicUsize]) -> usize,
 {
     // The asymmetric mode where the kernel has it (membarrier); the loom models check the
-    // symmetric one.
+    // symmetric one. Odd-numbered thieves always pay the barrier, the others only where a
+    // thief wrote `top` (chase_lev.rs invariant 7), so both kinds race each other.
     let taken: Vec<AtomicUsize> = (0..items).map(|_| AtomicUsize::new(0)).collect();
     let done = AtomicBool::new(false);
     let (worker, stealer) = chase_lev::with_barrier::<AtomicUsize>(Barrier::best_available());
 
     let stolen: usize = std::thread::scope(|s| {
         let thief_threads: Vec<_> = (0..thieves)
-            .map(|_| {
+            .map(|thief| {
                 let stealer = stealer.clone();
                 let done = &done;
                 s.spawn(move || {
                     let mut count = 0usize;
                     loop {
-                        match stealer.steal() {
+                        let stolen = if thief % 2 == 1 {
+                            stealer.steal_fenced()
+                        } else {
+                            stealer.steal()
+                        };
+                        match stolen {
                             Steal::Success(item) => {
                                 take(item);
                                 count += 1;

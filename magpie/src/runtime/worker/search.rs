@@ -105,6 +105,9 @@ impl WorkerThread {
     /// took: a job that survives that long is one the owner is not about to reach, and worth
     /// the barrier. Other victims, and this one's next job, are taken as before. This took
     /// fib's steal barriers per steal from 1.4 to 1.2 at 2-16 workers (BENCHMARKS.md).
+    ///
+    /// Most steals need no barrier at all: a deque whose `top` its owner wrote (its CAS for
+    /// its last job, whenever it drains) is stolen from at once (chase_lev.rs invariant 7).
     fn steal_job(&self, order: &VictimOrder<'_>) -> Option<Work> {
         let registry = &*self.registry;
         let counters = &self.counters;
@@ -114,18 +117,28 @@ impl WorkerThread {
             let mut lost_race = false;
             let mut victims = order.iter().peekable();
             while victims.peek().is_some() {
-                // The victims whose deques look non-empty, and their `top`s.
+                // The victims whose deques look non-empty and need a barrier, and their
+                // `top`s. One whose owner wrote its `top` needs none (chase_lev.rs
+                // invariant 7): its steal is finished at once.
                 let mut n = 0;
                 for (victim, near) in victims.by_ref() {
-                    if let Some(top) = registry.stealers[victim].steal_begin() {
-                        if !self.may_race(victim, top) {
-                            continue;
+                    let Some(attempt) = registry.stealers[victim].steal_begin() else {
+                        continue;
+                    };
+                    if !attempt.needs_barrier {
+                        match self.steal_end(victim, near, attempt.top, None) {
+                            Ok(work) => return Some(work),
+                            Err(lost) => lost_race |= lost,
                         }
-                        begun[n] = (victim, near, top);
-                        n += 1;
-                        if n == STEAL_BATCH {
-                            break;
-                        }
+                        continue;
+                    }
+                    if !self.may_race(victim, attempt.top) {
+                        continue;
+                    }
+                    begun[n] = (victim, near, attempt.top);
+                    n += 1;
+                    if n == STEAL_BATCH {
+                        break;
                     }
                 }
                 if n == 0 {
@@ -145,21 +158,9 @@ impl WorkerThread {
                     (0, 0)
                 };
                 for &(victim, near, top) in &begun[..n] {
-                    match registry.stealers[victim].steal_end(top) {
-                        Steal::Success(ptr) => {
-                            bump(&counters.steal_attempts);
-                            bump(&counters.jobs_stolen);
-                            self.lost_races[victim].set(None);
-                            // SAFETY: only `JobRef::as_ptr` values are pushed.
-                            let job = unsafe { JobRef::from_ptr(ptr) };
-                            return Some(self.stolen(victim, near, Work::Job(job), 1));
-                        }
-                        Steal::Empty => self.lost(victim, top, paid),
-                        Steal::Retry => {
-                            bump(&counters.steal_attempts);
-                            self.lost(victim, top, paid);
-                            lost_race = true;
-                        }
+                    match self.steal_end(victim, near, top, Some(paid)) {
+                        Ok(work) => return Some(work),
+                        Err(lost) => lost_race |= lost,
                     }
                 }
             }
@@ -167,6 +168,42 @@ impl WorkerThread {
                 return None;
             }
             // Another thief (or the owner) took a job we aimed at: the deque may hold more.
+        }
+    }
+
+    /// Finishes a steal from `victim`'s deque begun at `top`, after the heavy barrier
+    /// `paid` (its time and end, `None` if the steal needed none). Returns the job, or
+    /// whether the race for it was lost (the deque may hold more).
+    fn steal_end(
+        &self,
+        victim: usize,
+        near: bool,
+        top: isize,
+        paid: Option<(u64, u64)>,
+    ) -> Result<Work, bool> {
+        let counters = &self.counters;
+        match self.registry.stealers[victim].steal_end(top) {
+            Steal::Success(ptr) => {
+                bump(&counters.steal_attempts);
+                bump(&counters.jobs_stolen);
+                self.lost_races[victim].set(None);
+                // SAFETY: only `JobRef::as_ptr` values are pushed.
+                let job = unsafe { JobRef::from_ptr(ptr) };
+                Ok(self.stolen(victim, near, Work::Job(job), 1))
+            }
+            Steal::Empty => {
+                if let Some(paid) = paid {
+                    self.lost(victim, top, paid);
+                }
+                Err(false)
+            }
+            Steal::Retry => {
+                bump(&counters.steal_attempts);
+                if let Some(paid) = paid {
+                    self.lost(victim, top, paid);
+                }
+                Err(true)
+            }
         }
     }
 
