@@ -24,24 +24,28 @@ const SIGABRT: i32 = 6;
 #[test]
 fn failing_membarrier_aborts_with_a_message() {
     if is_child(CHILD) {
-        // A join whose second half is certainly stolen: the thief's steal runs the heavy
-        // barrier (and so does any worker that parks).
+        // Two joins whose second halves are certainly stolen. The first steal needs no
+        // heavy barrier (the deque's `top` is still the owner's, chase_lev.rs invariant 7);
+        // after it a thief wrote `top`, so the second steal runs the heavy barrier (and so
+        // may a worker that parks).
         let rt = magpie::Runtime::builder()
             .worker_threads(2)
             .barrier(magpie::BarrierMode::Asymmetric)
             .build()
             .unwrap();
         assert_eq!(rt.barrier_mode(), magpie::BarrierMode::Asymmetric);
-        let b_started = AtomicBool::new(false);
         rt.install(|| {
-            magpie::join(
-                || {
-                    while !b_started.load(SeqCst) {
-                        std::thread::yield_now();
-                    }
-                },
-                || b_started.store(true, SeqCst),
-            )
+            for _ in 0..2 {
+                let b_started = AtomicBool::new(false);
+                magpie::join(
+                    || {
+                        while !b_started.load(SeqCst) {
+                            std::thread::yield_now();
+                        }
+                    },
+                    || b_started.store(true, SeqCst),
+                );
+            }
         });
         drop(rt);
         println!("the child finished without aborting");

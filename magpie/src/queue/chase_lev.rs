@@ -460,7 +460,7 @@ impl<T> Stealer<T> {
         let top = inner.ends.top.load(Acquire);
         // Relaxed: compared for identity only (invariant 7). With `--cfg magpie_loom_broken`
         // every `top` passes for the owner's: a negative control the loom models must catch
-        // (`loom_chase_lev::loom_second_steal_races_owner_pop`).
+        // (`loom_chase_lev::loom_pop_then_push_reuses_slot_while_stolen_from`).
         let by_owner = cfg!(magpie_loom_broken) || inner.ends.owner_top.load(Relaxed) == top;
         Some(Begun {
             top,
