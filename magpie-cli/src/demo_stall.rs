@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use magpie::{Runtime, StallInfo, Stats};
 
-use crate::report::{ms, write_json, Failure, Table};
+use crate::report::{ms, write_json, Failure, Table, WorkerDelta};
 use crate::workload::spin;
 
 /// How long the blocker blocks its worker.
@@ -151,22 +151,15 @@ pub(crate) fn run(workers: Option<usize>, json: bool, out: &mut impl Write) -> R
     let stall_reports: Vec<StallInfo> = reports.lock().unwrap().drain(..).collect();
     let blocked_worker = stall_reports.first().map(StallInfo::worker);
     let finished = finished.lock().unwrap().clone();
-    let zero = magpie::WorkerStats::default();
-    let per_worker: Vec<Row> = after
-        .workers
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let b = before.workers.get(i).unwrap_or(&zero);
-            Row {
-                worker: i,
-                tasks: a.tasks_executed - b.tasks_executed,
-                queued_tasks_run: finished.iter().filter(|(w, _)| *w == i).count(),
-                steals: a.steals() - b.steals(),
-                inject_pulls: a.inject_pulls - b.inject_pulls,
-                stall_handoffs: a.stall_handoffs - b.stall_handoffs,
-                stalls: a.stalls - b.stalls,
-            }
+    let per_worker: Vec<Row> = WorkerDelta::pairs(&after, &before)
+        .map(|(i, a, b)| Row {
+            worker: i,
+            tasks: a.tasks_executed.saturating_sub(b.tasks_executed),
+            queued_tasks_run: finished.iter().filter(|(w, _)| *w == i).count(),
+            steals: a.steals().saturating_sub(b.steals()),
+            inject_pulls: a.inject_pulls.saturating_sub(b.inject_pulls),
+            stall_handoffs: a.stall_handoffs.saturating_sub(b.stall_handoffs),
+            stalls: a.stalls.saturating_sub(b.stalls),
         })
         .collect();
     let report = Report {

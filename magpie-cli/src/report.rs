@@ -118,23 +118,32 @@ impl WorkerDelta {
     /// went down (the snapshots swapped, or a counter that is not monotonic after all) gives
     /// 0, not a wrapped-around 18 quintillion.
     pub(crate) fn between(after: &magpie::Stats, before: &magpie::Stats) -> Vec<WorkerDelta> {
-        let zero = magpie::WorkerStats::default();
+        WorkerDelta::pairs(after, before)
+            .map(|(_, a, b)| WorkerDelta {
+                tasks: a.tasks_executed.saturating_sub(b.tasks_executed),
+                stolen: a.tasks_stolen.saturating_sub(b.tasks_stolen),
+                steal_operations: a.steal_operations.saturating_sub(b.steal_operations),
+                parks: a.parks.saturating_sub(b.parks),
+                busy_ns: a.busy_time_ns.saturating_sub(b.busy_time_ns),
+                idle_ns: a.idle_time_ns.saturating_sub(b.idle_time_ns),
+            })
+            .collect()
+    }
+
+    /// Each worker's index and its statistics in `after` and in `before` (all zero for a
+    /// worker `before` did not have), for deltas of counters this struct does not carry;
+    /// subtract with `saturating_sub`, as [`WorkerDelta::between`] does.
+    pub(crate) fn pairs<'a>(
+        after: &'a magpie::Stats,
+        before: &'a magpie::Stats,
+    ) -> impl Iterator<Item = (usize, &'a magpie::WorkerStats, &'a magpie::WorkerStats)> + 'a {
+        static ZERO: std::sync::OnceLock<magpie::WorkerStats> = std::sync::OnceLock::new();
+        let zero = ZERO.get_or_init(magpie::WorkerStats::default);
         after
             .workers
             .iter()
             .enumerate()
-            .map(|(i, a)| {
-                let b = before.workers.get(i).unwrap_or(&zero);
-                WorkerDelta {
-                    tasks: a.tasks_executed.saturating_sub(b.tasks_executed),
-                    stolen: a.tasks_stolen.saturating_sub(b.tasks_stolen),
-                    steal_operations: a.steal_operations.saturating_sub(b.steal_operations),
-                    parks: a.parks.saturating_sub(b.parks),
-                    busy_ns: a.busy_time_ns.saturating_sub(b.busy_time_ns),
-                    idle_ns: a.idle_time_ns.saturating_sub(b.idle_time_ns),
-                }
-            })
-            .collect()
+            .map(move |(i, a)| (i, a, before.workers.get(i).unwrap_or(zero)))
     }
 
     /// The share of the interval this worker was awake (running or looking for work), in

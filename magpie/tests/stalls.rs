@@ -219,31 +219,28 @@ fn queued_work_runs_during_a_stall(queue: Queue, others: usize, busy: bool) {
     }
 }
 
-#[test]
-fn the_lifo_slot_of_a_stalled_worker_runs_elsewhere() {
+/// [`queued_work_runs_during_a_stall`] with 1 and 2 other workers, each idle and busy.
+fn queued_work_runs_during_every_stall(queue: Queue) {
     for others in [1, 2] {
         for busy in [false, true] {
-            queued_work_runs_during_a_stall(Queue::Lifo, others, busy);
+            queued_work_runs_during_a_stall(queue, others, busy);
         }
     }
+}
+
+#[test]
+fn the_lifo_slot_of_a_stalled_worker_runs_elsewhere() {
+    queued_work_runs_during_every_stall(Queue::Lifo);
 }
 
 #[test]
 fn the_ring_of_a_stalled_worker_runs_elsewhere() {
-    for others in [1, 2] {
-        for busy in [false, true] {
-            queued_work_runs_during_a_stall(Queue::Ring, others, busy);
-        }
-    }
+    queued_work_runs_during_every_stall(Queue::Ring);
 }
 
 #[test]
 fn the_mailbox_of_a_stalled_worker_runs_elsewhere() {
-    for others in [1, 2] {
-        for busy in [false, true] {
-            queued_work_runs_during_a_stall(Queue::Mailbox, others, busy);
-        }
-    }
+    queued_work_runs_during_every_stall(Queue::Mailbox);
 }
 
 #[test]

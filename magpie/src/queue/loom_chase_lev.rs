@@ -57,6 +57,18 @@ where
     }
 }
 
+/// A thief thread that tries to steal twice, one attempt after the other.
+fn steal_twice(
+    stealer: chase_lev::Stealer<usize>,
+    fenced: bool,
+) -> thread::JoinHandle<(Option<usize>, Option<usize>)> {
+    thread::spawn(move || {
+        let first = steal_once(&stealer, fenced);
+        let second = steal_once(&stealer, fenced);
+        (first, second)
+    })
+}
+
 /// Pops until empty, appending the addresses to `taken`.
 fn drain(worker: &chase_lev::Worker<usize>, taken: &mut Vec<usize>) {
     while let Some(item) = worker.pop() {
@@ -144,11 +156,7 @@ fn loom_growth_races_steal() {
     both(None, |fenced| {
         let items = Items::new(3);
         let (worker, stealer) = chase_lev::new();
-        let thief = thread::spawn(move || {
-            let first = steal_once(&stealer, fenced);
-            let second = steal_once(&stealer, fenced);
-            (first, second)
-        });
+        let thief = steal_twice(stealer, fenced);
 
         // Capacity 2 under loom: the third push grows the buffer unless the thief already
         // took item 0.
@@ -187,11 +195,7 @@ fn loom_pop_then_push_reuses_slot_while_stolen_from() {
         let (worker, stealer) = chase_lev::new();
         worker.push(items.get(0));
         worker.push(items.get(1));
-        let thief = thread::spawn(move || {
-            let first = steal_once(&stealer, fenced);
-            let second = steal_once(&stealer, fenced);
-            (first, second)
-        });
+        let thief = steal_twice(stealer, fenced);
 
         let mut taken: Vec<usize> = worker.pop().map(addr).into_iter().collect();
         worker.push(items.get(2));
@@ -240,11 +244,7 @@ fn loom_steal_after_the_owner_drained() {
     both(None, |fenced| {
         let items = Items::new(4);
         let (worker, stealer) = chase_lev::new();
-        let thief = thread::spawn(move || {
-            let first = steal_once(&stealer, fenced);
-            let second = steal_once(&stealer, fenced);
-            (first, second)
-        });
+        let thief = steal_twice(stealer, fenced);
 
         worker.push(items.get(0));
         worker.push(items.get(1));
