@@ -81,8 +81,9 @@ pub struct Builder {
 
 /// The stall threshold when none is set (by [`Builder::stall_threshold`] or
 /// `MAGPIE_STALL_THRESHOLD_MS`): 100 ms, tokio-console's "long poll" default for a warning.
-/// Off under loom and shuttle, whose models run no monitor thread.
-const DEFAULT_STALL_THRESHOLD: Option<Duration> = if cfg!(any(loom, shuttle)) {
+/// Off under loom and shuttle, whose models run no monitor thread, and in the measurement
+/// build `--cfg magpie_no_insight` (`scripts/overhead.sh`), which leaves detection out.
+const DEFAULT_STALL_THRESHOLD: Option<Duration> = if cfg!(any(loom, shuttle, magpie_no_insight)) {
     None
 } else {
     Some(Duration::from_millis(100))
@@ -718,6 +719,7 @@ impl Builder {
     /// `None` when detection is off.
     pub(super) fn resolved_stall_threshold(&self) -> Result<Option<Duration>, BuildError> {
         let threshold = match self.stall_threshold {
+            _ if cfg!(magpie_no_insight) => None,
             Some(threshold) => threshold,
             None => match std::env::var("MAGPIE_STALL_THRESHOLD_MS") {
                 Ok(value) => stall_threshold_env(&value)?,

@@ -588,13 +588,16 @@ impl Registry {
         // The spawn time, for tasks that keep counters (`Identity::new`): a worker's last
         // clock reading (see ARCHITECTURE.md, "Task identity and the live-task dump"); from
         // elsewhere, a reading.
-        let insight = self.task_insight || origin.name.is_some();
+        // `--cfg magpie_no_insight`: the measurement build without task identity (every
+        // id 1, no counters), for `scripts/overhead.sh`.
+        let insight = (self.task_insight || origin.name.is_some()) && cfg!(not(magpie_no_insight));
         let spawned_ns = match spawner {
             _ if !insight => 0,
             Some(worker) => worker.clock_ns(),
             None => self.uptime_ns(),
         };
         let id = match spawner {
+            _ if cfg!(magpie_no_insight) => Id::MEASUREMENT,
             Some(worker) => worker.next_task_id(),
             None => Id::next(),
         };

@@ -23,14 +23,18 @@ thread_local! {
 /// nest: `block_on` inside a blocking task, a job inside a task's poll).
 #[inline]
 pub(crate) fn with_budget<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<u8>);
-    impl Drop for Restore {
+    struct Restore<'a>(&'a Cell<Option<u8>>, Option<u8>);
+    impl Drop for Restore<'_> {
         fn drop(&mut self) {
-            LEFT.with(|left| left.set(self.0));
+            self.0.set(self.1);
         }
     }
-    let _restore = Restore(LEFT.with(|left| left.replace(Some(BUDGET))));
-    f()
+    // One look-up of the thread-local for both the grant and the restore (an unwinding `f`
+    // restores too).
+    LEFT.with(|left| {
+        let _restore = Restore(left, left.replace(Some(BUDGET)));
+        f()
+    })
 }
 
 /// One unit of progress, granted or refused. Dropped without [`Coop::made_progress`], the

@@ -151,15 +151,18 @@ where
         let header = self.header();
         // One test before the poll and one after for both kinds of extra work.
         let noted = header.identity.has_insight() | poller.clock.is_some();
+        // `--cfg magpie_no_insight` (the measurement build of `scripts/overhead.sh`) leaves
+        // the polling word out.
+        let polling = cfg!(not(magpie_no_insight)).then_some(poller.polling);
         if noted {
             begin_noted_poll(header, poller);
         }
         // Relaxed: the dump reads it under the live list's shard lock, which orders it
         // against the task's unlinking (`Runtime::tasks`); `task::id` reads it on this
         // thread.
-        poller
-            .polling
-            .store(header as *const Header as u64, Relaxed);
+        if let Some(polling) = polling {
+            polling.store(header as *const Header as u64, Relaxed);
+        }
         let polled = {
             // SAFETY: the poller's reference outlives the waker (it is dropped at the end of
             // this block, before any transition below gives that reference up); the waker's
@@ -174,7 +177,9 @@ where
         };
         // Relaxed: as above. Before the task can complete, leave the live list and have its
         // address reused: a dump never sees this word name another task.
-        poller.polling.store(0, Relaxed);
+        if let Some(polling) = polling {
+            polling.store(0, Relaxed);
+        }
         // Before any transition out of RUNNING: after it, another poller may be writing.
         if noted {
             end_noted_poll(header, poller);
