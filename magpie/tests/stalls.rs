@@ -418,3 +418,63 @@ fn with_every_worker_stalled_a_compensation_worker_runs_the_queue_and_retires() 
     assert!(!rt.stats().workers[1].active);
     assert_eq!(rt.block_on(rt.spawn(async { 7 })).unwrap(), 7);
 }
+
+/// Waits until the monitor of `rt` has taken `n` more samples: more than a threshold has
+/// passed in whatever the workers were doing (a sample period is a quarter of it).
+fn let_the_monitor_sample(rt: &Runtime, n: u64) {
+    let samples = rt.stats().monitor_samples;
+    eventually("the monitor sampled more", || {
+        rt.stats().monitor_samples >= samples + n
+    });
+}
+
+#[test]
+fn a_poll_inside_block_in_place_is_not_a_stall() {
+    let (rt, reports) = watched(2);
+    let (entered_tx, entered) = mpsc::channel::<()>();
+    let (release, wait) = mpsc::channel::<()>();
+    let task = rt.spawn(async move {
+        magpie::task::block_in_place(|| {
+            entered_tx.send(()).unwrap();
+            wait.recv_timeout(DEADLINE).unwrap();
+        });
+    });
+    entered.recv_timeout(DEADLINE).unwrap();
+    // Eight periods: two thresholds inside `block_in_place`.
+    let_the_monitor_sample(&rt, 8);
+    release.send(()).unwrap();
+    rt.block_on(task).unwrap();
+    assert_eq!(total_stalls(&rt), 0);
+    assert!(reports.try_recv().is_err(), "a report");
+}
+
+#[test]
+fn a_poll_parked_in_join_for_a_stolen_half_is_not_a_stall() {
+    let (rt, reports) = watched(2);
+    let (release, wait) = mpsc::channel::<()>();
+    let wait = Mutex::new(wait);
+    let stolen = Arc::new(AtomicBool::new(false));
+    let task = rt.spawn({
+        let stolen = stolen.clone();
+        async move {
+            magpie::join(
+                // The first half waits until the second is stolen, so that the join's
+                // worker then waits for it, parked.
+                || eventually("the second half was stolen", || stolen.load(SeqCst)),
+                || {
+                    stolen.store(true, SeqCst);
+                    wait.lock().unwrap().recv_timeout(DEADLINE).unwrap();
+                },
+            );
+        }
+    });
+    // The thief's job is a stall, and reported as one: a job, with no task.
+    let info = reports.recv_timeout(DEADLINE).expect("no stall report");
+    assert_eq!(info.task(), None, "{info:?}");
+    // Eight periods more, the task's worker parked in the join all along: not a stall.
+    let_the_monitor_sample(&rt, 8);
+    release.send(()).unwrap();
+    rt.block_on(task).unwrap();
+    assert_eq!(total_stalls(&rt), 1);
+    assert!(reports.try_recv().is_err(), "a second report: {reports:?}");
+}

@@ -6,21 +6,35 @@
 //!
 //! # Detection
 //!
-//! Each worker keeps an *activity word* (`WorkerCounters::activity`): the count of the units
-//! of work it started, shifted left by one, with bit 0 set while it runs one. It stores a new
-//! value with one Relaxed store when it starts a unit from its main loop, or a job while it
-//! waits inside `join` (`WorkerThread::begin_unit`), and clears bit 0 when it runs out of
-//! work (`WorkerThread::end_unit`, on the idle path only). `join`'s inline path stores
-//! nothing, so a fork-join computation that its worker runs inline is one unit however many
-//! `join`s it makes.
+//! Three words of each worker's counters say what it runs; the worker writes each with plain
+//! Relaxed stores, and none of them costs a task poll anything it did not already pay:
 //!
-//! Every sample period (a quarter of the threshold) the monitor loads every worker's word. A busy word
-//! that has not changed since the sample that first saw it, for at least the threshold, is a
-//! stall: the worker has run one unit all that time. It is reported once (the word stays the
-//! same for as long as the stall lasts), and it ends at the first sample whose word differs.
-//! The start is the first sample that saw the word, so a stall is reported between one
-//! threshold and one threshold plus a period after the unit began, and its measured length is
-//! up to a period short.
+//! - `tasks_polled`, the statistics' poll count, which the worker bumps before every poll;
+//! - `polling`, the header of the task it polls now (0 between polls), which `Runtime::tasks`
+//!   and `task::id` read too;
+//! - the *activity word* (`WorkerCounters::activity`), for the units of work that are not
+//!   task polls: a count of the jobs it started from its main loop or while it waits inside
+//!   `join` (`WorkerThread::begin_unit`), with a *busy* bit set from such a start until the
+//!   worker runs out of work (`WorkerThread::end_unit`, on the idle path only), and a
+//!   *waiting* bit set while what it runs waits without stalling: parked inside `join` for a
+//!   stolen half, or inside `block_in_place` (`WorkerThread::wait_unit`), until the next
+//!   start. `join`'s inline path stores nothing, so a fork-join computation that its worker
+//!   runs inline is one unit however many `join`s it makes.
+//!
+//! A worker *runs something* when it is not waiting and either polls a task or is busy. Every
+//! sample period (a quarter of the threshold) the monitor loads the three words of every
+//! worker. A worker that runs something, and whose activity word and poll count have not
+//! changed since the sample that first saw them, for at least the threshold, is stalled: it
+//! has run one poll or one job all that time. The stall is reported once (the words stay the
+//! same for as long as it lasts), and it ends at the first sample where they differ or the
+//! worker runs nothing. The start is the first sample that saw the words, so a stall is
+//! reported between one threshold and one threshold plus a period after the unit began (two
+//! periods if a sample read the words across a change), and its measured length is up to a
+//! period short.
+//!
+//! Before 2026-11-26 every task poll stored a new activity word too; counting polls through
+//! `tasks_polled` saved those four instructions per poll (BENCHMARKS.md, "Task identity and
+//! stall detection on against off").
 //!
 //! # Parking with the pool
 //!
@@ -62,8 +76,8 @@ use std::time::{Duration, Instant};
 use super::registry::Registry;
 use super::stall::{DefaultReporter, StallHook, StallInfo};
 use crate::sleep::Bell;
-use crate::stats::add;
 use crate::stats::trace::StallSpan;
+use crate::stats::{add, ACTIVITY_BUSY, ACTIVITY_WAITING};
 use crate::sync::atomic::*;
 use crate::sync::{lock, AtomicBool, Mutex, StatAtomicU64 as AtomicU64};
 use crate::task::raw::Header;
@@ -142,6 +156,8 @@ impl Monitor {
 struct Sample {
     /// The activity word last seen.
     word: u64,
+    /// The worker's poll count last seen.
+    polls: u64,
     /// When that word was first seen.
     since: Option<Instant>,
     /// Whether the unit of that word is a reported stall.
@@ -214,12 +230,18 @@ fn sample_all(
     let mut stalled = 0;
     for (index, sample) in samples.iter_mut().enumerate() {
         let counters = &registry.counters[index];
-        // Relaxed: the word's only meaning is whether it changed (see the module docs).
+        // Relaxed, all three: their only meaning is whether they changed, and whether the
+        // worker runs something now (see the module docs); a sample that reads them across
+        // a change only starts the count a period later.
         let word = counters.activity.load(Relaxed);
-        if word & 1 == 0 || word != sample.word || sample.since.is_none() {
+        let polls = counters.tasks_polled.load(Relaxed);
+        let polling = counters.polling.load(Relaxed) != 0;
+        let busy = word & ACTIVITY_WAITING == 0 && (word & ACTIVITY_BUSY != 0 || polling);
+        if !busy || word != sample.word || polls != sample.polls || sample.since.is_none() {
             end_stall(registry, monitor, index, sample, now);
             sample.word = word;
-            sample.since = (word & 1 == 1).then_some(now);
+            sample.polls = polls;
+            sample.since = busy.then_some(now);
             continue;
         }
         let since = sample.since.expect("checked above");

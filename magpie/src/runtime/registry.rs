@@ -830,12 +830,9 @@ impl Schedule for Arc<Registry> {
     fn release(&self, task: RawTask) -> bool {
         // Counted before the task leaves the live list, so that whoever sees the list empty
         // (`wait_idle`, through the SeqCst decrement in `remove`) sees the count too. The
-        // worker's poll counts are published first: the poll that completes the task was
-        // counted on the worker's stack, and a snapshot must never show more tasks executed
-        // than polled.
+        // poll that completes the task was counted before it, in the shared count.
         self.with_own_worker(|worker| {
             if let Some(worker) = worker {
-                worker.flush_polled();
                 bump(&self.counters[worker.index()].tasks_completed);
             }
         });

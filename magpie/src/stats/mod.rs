@@ -46,6 +46,13 @@ pub(crate) fn histogram_bounds_ns() -> Vec<u64> {
         .collect()
 }
 
+/// [`WorkerCounters::activity`]: the worker runs a unit of work other than a task poll.
+pub(crate) const ACTIVITY_BUSY: u64 = 1;
+/// [`WorkerCounters::activity`]: what the worker runs waits without stalling.
+pub(crate) const ACTIVITY_WAITING: u64 = 2;
+/// [`WorkerCounters::activity`]: one unit started.
+pub(crate) const ACTIVITY_STEP: u64 = 4;
+
 /// The live counters of one worker.
 #[derive(Debug, Default)]
 pub(crate) struct WorkerCounters {
@@ -54,10 +61,12 @@ pub(crate) struct WorkerCounters {
     /// `TaskState::Running` (a word here rather than in every task: raw.rs, `Header`).
     pub(crate) polling: AtomicU64,
     /// The worker's *activity word*, for the stall monitor (`runtime/monitor.rs`): a count
-    /// of the units of work it started (a task poll, a job taken from a queue) shifted left
-    /// by one, with bit 0 set while it runs one. Written only by the worker, with a Relaxed
-    /// store per unit (`WorkerThread::begin_unit`); read by the monitor, which needs no
-    /// ordering: an unchanged busy word over a whole threshold is a stall.
+    /// of the units of work other than task polls it started (jobs), in steps of
+    /// [`ACTIVITY_STEP`], with [`ACTIVITY_BUSY`] set while it runs one and
+    /// [`ACTIVITY_WAITING`] while the unit or poll it runs waits without stalling (parked
+    /// inside `join`, in `block_in_place`). Written only by the worker, with a Relaxed store
+    /// per job (`WorkerThread::begin_unit`); read by the monitor, which needs no ordering:
+    /// an unchanged word and poll count over a whole threshold, busy or polling, is a stall.
     pub(crate) activity: AtomicU64,
     /// Written by the stall monitor, its only writer (`bump`'s single-writer rule holds):
     /// stalls seen on this worker, the longest one's length so far, and the tasks the

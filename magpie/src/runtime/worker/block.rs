@@ -82,7 +82,7 @@ impl<'w> Blocking<'w> {
         state.blocking.set(state.blocking.get() + 1);
         // Blocking here is announced, and nothing waits behind it (the hand-off below): not
         // a stall (`runtime/monitor.rs`).
-        worker.end_unit();
+        worker.wait_unit();
         // Relaxed: a hint for `spawn_to` (see the module docs); a submission that misses
         // it lands in the mailbox, which the hand-off below or a thief empties.
         worker.slots().blocking.store(true, Relaxed);

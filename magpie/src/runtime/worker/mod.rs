@@ -40,7 +40,7 @@ use crate::join::latch::SpinLatch;
 use crate::queue::chase_lev::{self};
 use crate::queue::local::{self};
 use crate::stats::trace::{Kind, TraceBuffer};
-use crate::stats::{bump, set, WorkerCounters};
+use crate::stats::{bump, set, WorkerCounters, ACTIVITY_BUSY, ACTIVITY_STEP, ACTIVITY_WAITING};
 use crate::sync::atomic::Relaxed;
 use crate::sync::thread::thread_local;
 use crate::sync::AtomicUsize;
@@ -197,11 +197,13 @@ impl WorkerThread {
         }
     }
 
-    /// A unit of work starts (a task poll, or a job taken from a queue): a new value of the
-    /// activity word, busy, for the stall monitor (`runtime/monitor.rs`). One Relaxed store
-    /// to the worker's own counters line, which the poll's `polling` store writes anyway.
-    /// Not called by `join`'s inline path: a fork-join computation its worker runs inline is
-    /// one unit.
+    /// A unit of work other than a task poll starts (a job taken from a queue), or the unit
+    /// that waited goes on (after a park inside `join`, or `block_in_place`): a new value of
+    /// the activity word, busy and not waiting, for the stall monitor (`runtime/monitor.rs`).
+    /// One Relaxed store to the worker's own counters line. A task poll needs none: it
+    /// counts itself in `tasks_polled` and names itself in `polling`, which the monitor
+    /// reads too. Not called by `join`'s inline path: a fork-join computation its worker
+    /// runs inline is one unit.
     #[inline(always)]
     fn begin_unit(&self) {
         if cfg!(magpie_no_insight) {
@@ -209,20 +211,35 @@ impl WorkerThread {
         }
         // Relaxed: only this worker writes the word, and the monitor only compares values
         // (see `WorkerCounters::activity`).
-        let word = (self.counters.activity.load(Relaxed) | 1).wrapping_add(2);
-        self.counters.activity.store(word, Relaxed);
+        let word = self.counters.activity.load(Relaxed);
+        let next = ((word | ACTIVITY_BUSY) & !ACTIVITY_WAITING).wrapping_add(ACTIVITY_STEP);
+        self.counters.activity.store(next, Relaxed);
     }
 
-    /// The worker ran out of work, parks, or enters `block_in_place`: the activity word says
-    /// idle, so nothing it does now counts toward a stall. On the idle path only.
+    /// The worker ran out of work: the activity word says neither busy nor waiting, so
+    /// nothing it does now counts toward a stall. On the idle path only.
     #[inline]
     fn end_unit(&self) {
         // Relaxed: as in `begin_unit`.
         let word = self.counters.activity.load(Relaxed);
-        if word & 1 != 0 {
+        if word & (ACTIVITY_BUSY | ACTIVITY_WAITING) != 0 {
             // Relaxed: as in `begin_unit`.
-            self.counters.activity.store(word & !1, Relaxed);
+            let idle = word & !(ACTIVITY_BUSY | ACTIVITY_WAITING);
+            self.counters.activity.store(idle, Relaxed);
         }
+    }
+
+    /// The unit running now waits in a way that is not a stall: it parks inside `join`
+    /// until the stolen half is done, or enters `block_in_place`. Until the next
+    /// `begin_unit` the monitor counts nothing on this worker, not even the task poll that
+    /// may be running around the wait.
+    #[inline]
+    fn wait_unit(&self) {
+        // Relaxed: as in `begin_unit`.
+        let word = self.counters.activity.load(Relaxed);
+        self.counters
+            .activity
+            .store(word | ACTIVITY_WAITING, Relaxed);
     }
 
     /// Counts a forced yield: the running poll ran out of its cooperative budget.
@@ -238,7 +255,11 @@ impl WorkerThread {
     }
     fn run(&self, work: Work) {
         match work {
-            Work::Job(job) => self.execute(job),
+            Work::Job(job) => {
+                self.begin_unit();
+                self.execute(job);
+            }
+            // A poll is a unit of its own (`run_task`): no `begin_unit`.
             Work::Task(task) => self.run_task(task),
         }
     }
@@ -283,7 +304,7 @@ impl WorkerThread {
                 // Sleep on the latch: announce it, so the setter wakes us (latch.rs).
                 if latch.start_sleeping() {
                     // Asleep, this worker is not stalled: it waits for another's work.
-                    self.end_unit();
+                    self.wait_unit();
                     idle.park();
                     latch.stop_sleeping();
                     // The job that called `join` goes on: a new unit for the monitor.
@@ -400,7 +421,6 @@ impl WorkerThread {
             }
             if let Some(work) = self.find_work(idle.rounds) {
                 idle.found_work();
-                self.begin_unit();
                 self.run(work);
                 continue;
             }
@@ -463,7 +483,6 @@ pub(crate) fn run(seed: WorkerSeed) {
             in_task: Cell::new(false),
             blocking: Cell::new(0),
             blocking_in_task: Cell::new(false),
-            polled: Cell::new(0),
             local_scheduled: Cell::new(0),
             lifo_hits: Cell::new(0),
             clock_ns: Cell::new(0),

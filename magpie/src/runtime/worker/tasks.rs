@@ -10,6 +10,7 @@ use crate::queue::local::{self, Overflow};
 use crate::runtime::registry::{Registry, Task};
 use crate::stats::trace::Kind;
 use crate::stats::{add, bump, histogram_bucket, set, WorkerCounters};
+use crate::sync::atomic::Relaxed;
 use crate::sync::StatAtomicU64;
 use crate::task::coop;
 use crate::task::harness::Poller;
@@ -59,11 +60,11 @@ pub(super) struct TaskState {
     /// Whether the outermost `block_in_place` was called from a task's poll (`in_task` is
     /// false meanwhile; `is_polling_task` still says yes).
     pub(super) blocking_in_task: Cell<bool>,
-    /// The per-poll counters, counted here and added to the shared ones by
+    /// Two per-poll counters, counted here and added to the shared ones by
     /// `flush_counters`: at maintenance, when the local queues run dry, and before parking.
-    /// A plain increment on the worker's own stack is the cheapest count there is, and these
-    /// are bumped once or twice per poll (a `yield_many` poll is about 25 ns).
-    pub(super) polled: Cell<u64>,
+    /// A plain increment on the worker's own stack is the cheapest count there is (a
+    /// `yield_many` poll is about 25 ns). The poll count itself goes straight to the shared
+    /// `tasks_polled`, which the stall monitor reads as the worker's progress.
     pub(super) local_scheduled: Cell<u64>,
     pub(super) lifo_hits: Cell<u64>,
     /// The worker's last reading of the runtime's clock (ns since it was built), taken at
@@ -247,8 +248,11 @@ impl WorkerThread {
         state.countdown.set(state.countdown.get().saturating_sub(1));
         state.batch_tasks.set(state.batch_tasks.get() + 1);
         // Counted before the poll, so that a snapshot never shows more tasks finished than
-        // polled (`tasks_executed` is counted during the poll).
-        count(&state.polled);
+        // polled (`tasks_executed` is counted during the poll), and so that the stall
+        // monitor sees a new poll begin (`runtime/monitor.rs`): never compiled out.
+        // Relaxed load and store: single writer (this worker); the readers want no ordering.
+        let polled = &self.counters.tasks_polled;
+        polled.store(polled.load(Relaxed).wrapping_add(1), Relaxed);
         state.in_task.set(true);
         if self.timed_polls {
             self.run_task_timed(task);
@@ -317,22 +321,12 @@ impl WorkerThread {
         }
     }
 
-    /// Publishes the worker-local poll count. Called when a task completes
-    /// (`Registry::release`), before the completion is counted, so that no snapshot shows
-    /// more tasks executed than polled. Only this count: a completion is the hot path of
-    /// `spawn_many_local`, and the other two may lag.
-    #[inline]
-    pub(crate) fn flush_polled(&self) {
-        flush(&self.tasks.polled, &self.counters.tasks_polled);
-    }
-
     /// Adds the worker-local per-poll counts to the shared counters (see
     /// `TaskState::polled`).
     pub(super) fn flush_counters(&self) {
         let state = &self.tasks;
         let counters = &self.counters;
         for (local, shared) in [
-            (&state.polled, &counters.tasks_polled),
             (&state.local_scheduled, &counters.local_schedules),
             (&state.lifo_hits, &counters.lifo_hits),
         ] {
