@@ -71,13 +71,15 @@ impl Id {
         self.0.get()
     }
 
-    /// The next id of the block in `next` (a worker's: `(next, end)`), taking a new block
-    /// when it runs out.
+    /// The next id of the block in `next` (a worker's), taking a new block when it runs
+    /// out. `next` holds the id to hand out next; blocks are aligned to [`BLOCK`], so one
+    /// that is a multiple of it is the end of a block (or 0: none yet), and one word and one
+    /// test suffice.
     #[inline]
-    pub(crate) fn next_from(next: &Cell<(u64, u64)>) -> Id {
-        let (id, end) = next.get();
-        if id < end {
-            next.set((id + 1, end));
+    pub(crate) fn next_from(next: &Cell<u64>) -> Id {
+        let id = next.get();
+        if id % BLOCK != 0 {
+            next.set(id + 1);
             Id::from_raw(id)
         } else {
             Id::next_block_cold(next)
@@ -88,17 +90,27 @@ impl Id {
     #[inline]
     pub(crate) fn next() -> Id {
         // `try_with`: a task spawned from a thread-local destructor after this one is gone
-        // still gets an id, straight from the counter.
+        // still gets an id: the first of a block of its own.
         NEXT.try_with(Id::next_from)
-            .unwrap_or_else(|_| Id::from_raw(COUNTER.fetch_add(1, Relaxed)))
+            .unwrap_or_else(|_| Id::from_raw(Id::block_start()))
     }
 
     #[cold]
-    fn next_block_cold(next: &Cell<(u64, u64)>) -> Id {
-        // Relaxed: uniqueness needs only the RMW's atomicity, not any order.
-        let start = COUNTER.fetch_add(BLOCK, Relaxed);
-        next.set((start + 1, start + BLOCK));
+    fn next_block_cold(next: &Cell<u64>) -> Id {
+        let start = Id::block_start();
+        next.set(start + 1);
         Id::from_raw(start)
+    }
+
+    /// The first id of a new block: `BLOCK` times the block's number, or 1 for block 0
+    /// (0 is never an id).
+    fn block_start() -> u64 {
+        // Relaxed: uniqueness needs only the RMW's atomicity, not any order.
+        let block = COUNTER.fetch_add(1, Relaxed);
+        block
+            .checked_mul(BLOCK)
+            .expect("magpie: task ids ran out (2^64 spawns)")
+            .max(1)
     }
 
     fn from_raw(id: u64) -> Id {
@@ -122,12 +134,13 @@ impl fmt::Debug for Id {
 /// for more every 50 µs: the shared line is touched that rarely.
 const BLOCK: u64 = 1024;
 
-/// The next id block's start; 0 is never an id.
-static COUNTER: StaticAtomicU64 = StaticAtomicU64::new(1);
+/// The number of the next id block: block `k` holds the ids `k * BLOCK .. (k + 1) * BLOCK`
+/// (block 0 from 1).
+static COUNTER: StaticAtomicU64 = StaticAtomicU64::new(0);
 
 thread_local! {
-    /// This thread's block of ids: the next one and the end (exclusive). Empty at first.
-    static NEXT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// The next id of this thread's block (`Id::next_from`); 0 at first: no block yet.
+    static NEXT: Cell<u64> = const { Cell::new(0) };
 }
 
 // A second block: loom's `thread_local!` takes one static per invocation.
@@ -225,4 +238,29 @@ pub(crate) fn with_off_pool_word<R>(word: &StatAtomicU64, f: impl FnOnce() -> R)
     // pointer once `word` may be gone.
     let _restore = Restore(previous);
     f()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Two cells take blocks in turn: every id is handed out once, each cell's ids increase
+    /// by one inside a block, and a cell moves to a new block exactly at a block's end.
+    #[test]
+    fn blocks_hand_out_each_id_once() {
+        let cells = [Cell::new(0), Cell::new(0)];
+        let mut seen = std::collections::HashSet::new();
+        let mut last = [0u64; 2];
+        for round in 0..3 * BLOCK as usize {
+            let which = round % 2;
+            let id = Id::next_from(&cells[which]).as_u64();
+            assert!(seen.insert(id), "id {id} handed out twice");
+            if last[which] != 0 && last[which] % BLOCK != BLOCK - 1 {
+                assert_eq!(id, last[which] + 1, "a block was left early");
+            } else {
+                assert_eq!(id % BLOCK, (id == 1) as u64, "a new block did not start");
+            }
+            last[which] = id;
+        }
+    }
 }

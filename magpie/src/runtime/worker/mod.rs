@@ -486,7 +486,7 @@ pub(crate) fn run(seed: WorkerSeed) {
             local_scheduled: Cell::new(0),
             lifo_hits: Cell::new(0),
             clock_ns: Cell::new(0),
-            ids: Cell::new((0, 0)),
+            ids: Cell::new(0),
         },
     };
     set(&worker.counters.interval, u64::from(INITIAL_INTERVAL));

@@ -72,8 +72,8 @@ pub(super) struct TaskState {
     /// it spawns and the start of the untimed polls it runs (ARCHITECTURE.md, "Task identity
     /// and the live-task dump"), so that neither reads the clock.
     pub(super) clock_ns: Cell<u64>,
-    /// This worker's block of task ids (`task/id.rs`): the next and the end.
-    pub(super) ids: Cell<(u64, u64)>,
+    /// The next id of this worker's block of task ids (`task/id.rs`, `Id::next_from`).
+    pub(super) ids: Cell<u64>,
 }
 
 /// Adds one to a worker-local count (see `TaskState::polled`).
