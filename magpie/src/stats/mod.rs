@@ -79,6 +79,8 @@ pub(crate) struct WorkerCounters {
     pub(crate) steal_attempts: AtomicU64,
     pub(crate) parks: AtomicU64,
     pub(crate) unparks: AtomicU64,
+    /// Bumped by the worker before every poll, never compiled out: besides the statistic, it
+    /// is how the stall monitor sees a new poll begin (`runtime/monitor.rs`).
     pub(crate) tasks_polled: AtomicU64,
     pub(crate) tasks_completed: AtomicU64,
     pub(crate) tasks_stolen: AtomicU64,
