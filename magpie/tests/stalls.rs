@@ -53,10 +53,7 @@ fn a_stall_is_reported_once_with_the_tasks_identity() {
     assert!(info.elapsed() >= THRESHOLD, "{info:?}");
     assert!(info.worker() < 2);
     // Several more samples see the same stall: none reports it again.
-    let samples = rt.stats().monitor_samples;
-    eventually("the monitor sampled 5 more times", || {
-        rt.stats().monitor_samples >= samples + 5
-    });
+    let_the_monitor_sample(&rt, 5);
     release.send(()).unwrap();
     blocker.join().unwrap();
     let stats = rt.stats();

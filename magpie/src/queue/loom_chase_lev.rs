@@ -69,6 +69,21 @@ fn steal_twice(
     })
 }
 
+/// The end of a model with a `steal_twice` thief: joins it, adds what it stole to what the
+/// owner took, drains the deque into that, and checks that every item was taken once.
+fn finish_two_steals(
+    thief: thread::JoinHandle<(Option<usize>, Option<usize>)>,
+    worker: &chase_lev::Worker<usize>,
+    mut taken: Vec<usize>,
+    items: &Items,
+) {
+    let (first, second) = thief.join().unwrap();
+    taken.extend(first);
+    taken.extend(second);
+    drain(worker, &mut taken);
+    items.check(&taken, true);
+}
+
 /// Pops until empty, appending the addresses to `taken`.
 fn drain(worker: &chase_lev::Worker<usize>, taken: &mut Vec<usize>) {
     while let Some(item) = worker.pop() {
@@ -197,15 +212,11 @@ fn loom_pop_then_push_reuses_slot_while_stolen_from() {
         worker.push(items.get(1));
         let thief = steal_twice(stealer, fenced);
 
-        let mut taken: Vec<usize> = worker.pop().map(addr).into_iter().collect();
+        let taken: Vec<usize> = worker.pop().map(addr).into_iter().collect();
         worker.push(items.get(2));
         worker.push(items.get(3));
 
-        let (first, second) = thief.join().unwrap();
-        taken.extend(first);
-        taken.extend(second);
-        drain(&worker, &mut taken);
-        items.check(&taken, true);
+        finish_two_steals(thief, &worker, taken, &items);
     });
 }
 
@@ -254,10 +265,6 @@ fn loom_steal_after_the_owner_drained() {
         taken.extend(worker.pop().map(addr));
         worker.push(items.get(3));
 
-        let (first, second) = thief.join().unwrap();
-        taken.extend(first);
-        taken.extend(second);
-        drain(&worker, &mut taken);
-        items.check(&taken, true);
+        finish_two_steals(thief, &worker, taken, &items);
     });
 }
