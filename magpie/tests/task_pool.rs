@@ -234,6 +234,31 @@ fn submit_batch_runs_every_closure_and_keeps_the_order_of_the_handles() {
 }
 
 #[test]
+fn submit_batch_starts_the_first_closures_before_the_batch_is_built() {
+    // The 17th closure is built only after one of the first 16 has run: a batch published
+    // in one piece at its end would wait here for good (the guard's timeout ends that hang).
+    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    let (ran, first_ran) = mpsc::channel::<usize>();
+    let closures = (0..2000usize).map(|i| {
+        if i == 16 {
+            let first = first_ran
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("none of the first 16 closures ran while the batch was being built");
+            assert!(first < 16);
+        }
+        let ran = ran.clone();
+        move || {
+            // Sends after the batch is built find the receiver gone; that is fine.
+            let _ = ran.send(i);
+            i
+        }
+    });
+    let handles = rt.submit_batch(closures);
+    let results: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(results, (0..2000).collect::<Vec<_>>());
+}
+
+#[test]
 fn submit_batch_delivers_each_panic_to_its_own_handle() {
     let rt = Runtime::builder().worker_threads(2).build().unwrap();
     let handles = rt.submit_batch((0..10u32).map(|i| {

@@ -560,10 +560,12 @@ impl Runtime {
     }
 
     /// Runs every closure of `fs` as a task on this runtime, as [`submit`](Runtime::submit)
-    /// would one by one, and returns their handles in the same order. The whole batch goes
-    /// onto the global queue with one atomic push and one wake-up, instead of one of each
-    /// per closure, so handing over many tasks at once costs the submitting thread little;
-    /// idle workers then take shares of the batch and wake each other as they find it.
+    /// would one by one, and returns their handles in the same order. The batch goes onto
+    /// the global queue in chunks, with one atomic push and one wake-up per chunk instead
+    /// of one of each per closure, so handing over many tasks at once costs the submitting
+    /// thread little. The first chunk is small (16 closures) and each next one twice the
+    /// last, up to 1,024: workers start on a long batch while `fs` is still being consumed,
+    /// take shares of it and wake each other as they find it.
     ///
     /// # Examples
     ///

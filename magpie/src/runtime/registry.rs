@@ -54,6 +54,13 @@ pub(crate) struct TaskSlots {
     pub(crate) blocking: AtomicBool,
 }
 
+/// Tasks in the first chunk that `Registry::spawn_batch` publishes: few, so that the
+/// workers start on a batch while the submitter still builds the rest.
+const BATCH_FIRST_CHUNK: usize = 16;
+
+/// The largest chunk `Registry::spawn_batch` publishes at once.
+const BATCH_MAX_CHUNK: usize = 1024;
+
 /// Shared by every worker of a runtime and by its `Runtime` handle.
 #[derive(Debug)]
 pub(crate) struct Registry {
@@ -459,9 +466,16 @@ impl Registry {
     }
 
     /// Spawns every future of `futures` as a task with the caller's location (`Runtime::
-    /// submit_batch`), and queues them all on the inject queue with one push and one
-    /// notification, in order. From a worker of this runtime too: a batch is work for
+    /// submit_batch`), and queues them on the inject queue in order, in chunks of growing
+    /// size (`BATCH_FIRST_CHUNK`, then doubling up to `BATCH_MAX_CHUNK`), one push and one
+    /// notification per chunk. From a worker of this runtime too: a batch is work for
     /// everyone, not for this worker's ring.
+    ///
+    /// Why chunks: building a task costs the submitter about 100 ns, so a batch of 4,000
+    /// pushed in one piece kept every worker idle for the 0.4 ms it took to build, and the
+    /// first task started only then (`magpie compare`, BENCHMARKS.md). The first chunk
+    /// reaches the workers after 16 tasks; the doubling keeps the pushes and wake-ups to
+    /// about one per thousand tasks for the rest.
     pub(crate) fn spawn_batch<F>(
         self: &Arc<Registry>,
         futures: impl IntoIterator<Item = F>,
@@ -474,7 +488,13 @@ impl Registry {
         self.with_own_worker(|worker| {
             let futures = futures.into_iter();
             let mut handles = Vec::with_capacity(futures.size_hint().0);
-            let mut queued = Vec::with_capacity(futures.size_hint().0);
+            let mut chunk = BATCH_FIRST_CHUNK;
+            let mut queued = Vec::with_capacity(chunk);
+            let publish = |queued: &mut Vec<NonNull<Header>>| {
+                self.inject_tasks(queued.drain(..));
+                // The batch push counted the tasks with a SeqCst RMW (`LinkedInject::push`).
+                self.sleep.notify_task_after_seqcst_push();
+            };
             for future in futures {
                 let origin = Origin {
                     location,
@@ -483,11 +503,13 @@ impl Registry {
                 let (task, handle) = self.new_bound_task(future, worker, origin);
                 handles.push(handle);
                 queued.extend(task.map(Task::into_header));
+                if queued.len() == chunk {
+                    publish(&mut queued);
+                    chunk = (chunk * 2).min(BATCH_MAX_CHUNK);
+                }
             }
             if !queued.is_empty() {
-                self.inject_tasks(queued);
-                // The batch push counted the tasks with a SeqCst RMW (`LinkedInject::push`).
-                self.sleep.notify_task_after_seqcst_push();
+                publish(&mut queued);
             }
             handles
         })
