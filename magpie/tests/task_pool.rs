@@ -6,6 +6,10 @@ use std::sync::{mpsc, Arc, Barrier};
 
 use magpie::Runtime;
 
+mod common;
+
+use common::deadline::Deadline;
+
 /// Occupies every worker of `rt` with a task that holds it until the returned sender is
 /// dropped; returns once all of them run.
 fn occupy_all_workers(rt: &Runtime) -> (mpsc::Sender<()>, Vec<magpie::JoinHandle<()>>) {
@@ -256,6 +260,37 @@ fn submit_batch_starts_the_first_closures_before_the_batch_is_built() {
     let handles = rt.submit_batch(closures);
     let results: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert_eq!(results, (0..2000).collect::<Vec<_>>());
+}
+
+#[test]
+fn submit_batch_runs_the_closures_built_before_its_iterator_panics() {
+    // 37 closures: a chunk of 16 is published, 21 wait for the next chunk (32) when the
+    // iterator panics. Left unqueued, those 21 would stay live, and `wait_idle` would wait for
+    // them for good.
+    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let closures = (0..40usize).map(|i| {
+        if i == 37 {
+            panic!("the iterator fails at 37");
+        }
+        let ran = ran.clone();
+        move || {
+            ran.fetch_add(1, SeqCst);
+        }
+    });
+    let err = panic::catch_unwind(AssertUnwindSafe(|| rt.submit_batch(closures))).unwrap_err();
+    assert_eq!(
+        err.downcast_ref::<&str>(),
+        Some(&"the iterator fails at 37")
+    );
+    let guard = Deadline::new(
+        "wait_idle after a batch whose iterator panicked",
+        std::time::Duration::from_secs(60),
+    );
+    rt.wait_idle();
+    drop(guard);
+    assert_eq!(ran.load(SeqCst), 37);
+    assert_eq!(rt.stats().tasks_alive, 0);
 }
 
 #[test]

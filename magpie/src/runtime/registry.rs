@@ -61,6 +61,32 @@ const BATCH_FIRST_CHUNK: usize = 16;
 /// The largest chunk `Registry::spawn_batch` publishes at once.
 const BATCH_MAX_CHUNK: usize = 1024;
 
+/// Tasks of a batch built and not yet published (`Registry::spawn_batch`). Dropping it
+/// publishes them, also when the batch's iterator panics.
+struct Unpublished<'a> {
+    registry: &'a Registry,
+    /// Each pointer carries its task's one `Notified` reference.
+    tasks: Vec<NonNull<Header>>,
+}
+
+impl Unpublished<'_> {
+    /// Queues the tasks on the inject queue with one push, and notifies once.
+    fn publish(&mut self) {
+        if self.tasks.is_empty() {
+            return;
+        }
+        self.registry.inject_tasks(self.tasks.drain(..));
+        // The batch push counted the tasks with a SeqCst RMW (`LinkedInject::push`).
+        self.registry.sleep.notify_task_after_seqcst_push();
+    }
+}
+
+impl Drop for Unpublished<'_> {
+    fn drop(&mut self) {
+        self.publish();
+    }
+}
+
 /// Shared by every worker of a runtime and by its `Runtime` handle.
 #[derive(Debug)]
 pub(crate) struct Registry {
@@ -489,12 +515,13 @@ impl Registry {
             let futures = futures.into_iter();
             let mut handles = Vec::with_capacity(futures.size_hint().0);
             let mut chunk = BATCH_FIRST_CHUNK;
-            let mut queued = Vec::with_capacity(chunk);
-            let publish = |queued: &mut Vec<NonNull<Header>>| {
-                self.inject_tasks(queued.drain(..));
-                // The batch push counted the tasks with a SeqCst RMW (`LinkedInject::push`).
-                self.sleep.notify_task_after_seqcst_push();
+            let mut queued = Unpublished {
+                registry: self,
+                tasks: Vec::with_capacity(chunk),
             };
+            // A panic in the caller's iterator drops `queued`, which publishes the tasks
+            // built so far: they run (their handles are dropped, so detached), rather than
+            // stay live and unqueued, which would make `wait_idle` wait for them for good.
             for future in futures {
                 let origin = Origin {
                     location,
@@ -502,15 +529,13 @@ impl Registry {
                 };
                 let (task, handle) = self.new_bound_task(future, worker, origin);
                 handles.push(handle);
-                queued.extend(task.map(Task::into_header));
-                if queued.len() == chunk {
-                    publish(&mut queued);
+                queued.tasks.extend(task.map(Task::into_header));
+                if queued.tasks.len() == chunk {
+                    queued.publish();
                     chunk = (chunk * 2).min(BATCH_MAX_CHUNK);
                 }
             }
-            if !queued.is_empty() {
-                publish(&mut queued);
-            }
+            drop(queued);
             handles
         })
     }
