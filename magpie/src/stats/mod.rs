@@ -135,9 +135,16 @@ pub(crate) fn bump(counter: &AtomicU64) {
 #[inline(always)]
 pub(crate) fn add(counter: &AtomicU64, n: u64) {
     if cfg!(not(magpie_no_stats)) {
-        // Relaxed load and store: single writer (this worker); readers want no ordering.
-        counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
+        add_always(counter, n);
     }
+}
+
+/// [`add`] in every build, `--cfg magpie_no_stats` included: for the counts that are more
+/// than statistics (`tasks_polled`, which the stall monitor reads as a worker's progress).
+#[inline(always)]
+pub(crate) fn add_always(counter: &AtomicU64, n: u64) {
+    // Relaxed load and store: single writer (this worker); readers want no ordering.
+    counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
 }
 
 /// Sets a gauge that only the calling worker writes.

@@ -9,8 +9,7 @@ use std::time::Instant;
 use crate::queue::local::{self, Overflow};
 use crate::runtime::registry::{Registry, Task};
 use crate::stats::trace::Kind;
-use crate::stats::{add, bump, histogram_bucket, set, WorkerCounters};
-use crate::sync::atomic::Relaxed;
+use crate::stats::{add, add_always, bump, histogram_bucket, set, WorkerCounters};
 use crate::sync::StatAtomicU64;
 use crate::task::coop;
 use crate::task::harness::Poller;
@@ -250,9 +249,7 @@ impl WorkerThread {
         // Counted before the poll, so that a snapshot never shows more tasks finished than
         // polled (`tasks_executed` is counted during the poll), and so that the stall
         // monitor sees a new poll begin (`runtime/monitor.rs`): never compiled out.
-        // Relaxed load and store: single writer (this worker); the readers want no ordering.
-        let polled = &self.counters.tasks_polled;
-        polled.store(polled.load(Relaxed).wrapping_add(1), Relaxed);
+        add_always(&self.counters.tasks_polled, 1);
         state.in_task.set(true);
         if self.timed_polls {
             self.run_task_timed(task);
