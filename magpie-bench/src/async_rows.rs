@@ -798,7 +798,7 @@ pub(crate) fn measure_row(
         return None;
     }
     let label = format!("{} ({} workers)", row.name(), pools.workers);
-    let results = measure_rounds(&label, &impls, warmup, samples, |imp, _| {
+    let results = measure_rounds(&label, &impls, warmup, samples, Duration::ZERO, |imp, _| {
         pools.sample(row, imp)
     });
     Some(RowMeasurement {

@@ -49,6 +49,18 @@ impl Measurement {
     }
 }
 
+/// What `scale` waits between two samples, so that each starts with every pool quiet.
+///
+/// A pool's threads spin or search for a while after its sample ends before they park. In
+/// `scale` every pool of a point exists at once, with as many threads as the point has
+/// workers, so at 8 workers on 2 CPUs the threads still spinning took CPU time from the
+/// next sample, whichever pool ran it, and which pool paid depended on the rotation. In
+/// `scale --workers 2,8 --only async`, eight runs each way, magpie's yield_many at 8
+/// workers over its figure at 2 spread over 0.90–1.57 without the pause and 0.79–1.30 with
+/// it (tokio's 0.99–1.55 and 1.10–1.53). The other commands run their samples back to
+/// back (no pause), as before, so that their tables stay comparable with the earlier ones.
+pub(crate) const SCALE_COOL_DOWN: Duration = Duration::from_millis(3);
+
 /// The order in which round `round` runs `impls`: a rotation starting at `round mod n`.
 pub(crate) fn rotation<T: Copy>(items: &[T], round: usize) -> impl Iterator<Item = T> + '_ {
     let n = items.len();
@@ -65,7 +77,7 @@ pub(crate) fn measure(
 ) -> Measurement {
     let name = workload.name();
     let label = format!("{name} ({} workers)", pools.workers());
-    let results = measure_rounds(&label, impls, warmup, samples, |imp, _| {
+    let results = measure_rounds(&label, impls, warmup, samples, Duration::ZERO, |imp, _| {
         workload.sample(pools, imp)
     });
     Measurement {
@@ -79,12 +91,14 @@ pub(crate) fn measure(
 /// untimed rounds, then `samples` timed rounds, each running every one of `impls` once, the
 /// first place rotating. `sample(imp, timed)` runs `imp` once and returns the time it took;
 /// `timed` is false in the warm-up rounds. Returns each implementation's timed samples, in
-/// the order of `impls`. Progress goes to stderr under `label`.
+/// the order of `impls`. After every sample, warm-up or timed, it sleeps `cool_down` (zero:
+/// not at all; see [`SCALE_COOL_DOWN`]). Progress goes to stderr under `label`.
 pub(crate) fn measure_rounds<I: Copy>(
     label: &str,
     impls: &[I],
     warmup: usize,
     samples: usize,
+    cool_down: Duration,
     mut sample: impl FnMut(I, bool) -> Duration,
 ) -> Vec<(I, Vec<Duration>)> {
     let started = Instant::now();
@@ -94,6 +108,7 @@ pub(crate) fn measure_rounds<I: Copy>(
     for round in 0..warmup {
         for imp in rotation(impls, round) {
             sample(imp, false);
+            pause(cool_down);
         }
     }
     let mut results: Vec<(I, Vec<Duration>)> = impls
@@ -103,6 +118,7 @@ pub(crate) fn measure_rounds<I: Copy>(
     for round in 0..samples {
         for (k, imp) in rotation(impls, round).enumerate() {
             let elapsed = sample(imp, true);
+            pause(cool_down);
             let slot = (round + k) % impls.len();
             results[slot].1.push(elapsed);
         }
@@ -110,6 +126,13 @@ pub(crate) fn measure_rounds<I: Copy>(
     }
     progress(format_args!(" {:.1} s\n", started.elapsed().as_secs_f64()));
     results
+}
+
+/// Sleeps for `d`, unless it is zero.
+fn pause(d: Duration) {
+    if !d.is_zero() {
+        std::thread::sleep(d);
+    }
 }
 
 /// Writes progress to stderr, keeping stdout for the report.

@@ -36,7 +36,7 @@ pub(crate) use report::{legend, render_row, rows_json};
 
 use crate::async_rows::{AsyncImpl, AsyncPools, Row};
 use crate::fork_join::{self, ForkJoinRow};
-use crate::harness::{measure_rounds, Workload};
+use crate::harness::{measure_rounds, Workload, SCALE_COOL_DOWN};
 use crate::iter_rows::{self, IterCase, IterRow, Scan, Shape};
 use crate::pools::{Impl, Pools};
 
@@ -263,18 +263,25 @@ fn measure_point<C: Contender>(
 ) -> Point {
     let mut counts = CountSummary::default();
     let label = format!("{}: {row} ({workers} workers)", group.name());
-    let mut results = measure_rounds(&label, impls, cfg.warmup, cfg.samples, |imp, timed| {
-        if !imp.is_magpie() {
-            return sample(imp, timed);
-        }
-        let before = rt.stats();
-        let elapsed = sample(imp, timed);
-        let settled = settle(rt);
-        if timed {
-            counts.push(Counts::between(&before, &rt.stats()), settled);
-        }
-        elapsed
-    });
+    let mut results = measure_rounds(
+        &label,
+        impls,
+        cfg.warmup,
+        cfg.samples,
+        SCALE_COOL_DOWN,
+        |imp, timed| {
+            if !imp.is_magpie() {
+                return sample(imp, timed);
+            }
+            let before = rt.stats();
+            let elapsed = sample(imp, timed);
+            let settled = settle(rt);
+            if timed {
+                counts.push(Counts::between(&before, &rt.stats()), settled);
+            }
+            elapsed
+        },
+    );
     // Stable: the peers keep their order.
     results.sort_by_key(|(imp, _)| !imp.is_magpie());
     Point {

@@ -426,6 +426,15 @@ impl Registry {
         Ok(())
     }
 
+    /// Queues the job of a blocking entry from outside the pool (`inject_and_wait`): as
+    /// `inject`, but into a parked pool it wakes two workers, the job's runner and a thief
+    /// for its first fork (`Sleep::notify_entry_outside` says why).
+    fn inject_entry(&self, job: JobRef) -> Result<(), JobRef> {
+        self.inject.push(job)?;
+        self.sleep.notify_entry_outside();
+        Ok(())
+    }
+
     /// Queues a task from a thread that is not one of this runtime's workers.
     pub(crate) fn push_remote(&self, task: Task) {
         if cfg!(not(magpie_no_stats)) {
@@ -812,7 +821,7 @@ impl Registry {
             },
             latch,
         );
-        if self.inject(job.as_job_ref()).is_err() {
+        if self.inject_entry(job.as_job_ref()).is_err() {
             // Refused, so never shared: `op` is dropped here, unrun. Quietly: the panic to
             // see is the refusal.
             unwind::drop_quietly(job);

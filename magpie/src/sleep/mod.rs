@@ -231,6 +231,36 @@ impl Sleep {
         }
     }
 
+    /// [`Sleep::notify_work_outside`] for the job of a blocking entry from outside the pool
+    /// (`install`, and `join` or `scope` called off the workers): if it wakes a worker, it
+    /// wakes a second one too, when one is parked. Returns how many it woke.
+    ///
+    /// Why two: the caller blocks right after this, so the job's runner is alone until it
+    /// forks, and then wakes the thief itself (R1). That wake comes from a busy CPU, and
+    /// Linux often queues the wakee behind its waker there (wake-affine placement) instead of
+    /// on the CPU the caller is leaving, where it then waits for the next load balance, a few
+    /// milliseconds, while that CPU idles (`perf sched timehist` shows the thief queued on
+    /// the runner's CPU). On the 2-CPU test machine, fib(30) split by `join` down to fib(20),
+    /// each of 60 installs after 3 ms of sleep: in 35–41 of them the thief shared the
+    /// runner's CPU or never ran, and the install took the sequential time (1.9 ms for 0.95);
+    /// rayon's pool did the same in 50. Woken from here, by the thread about to block, the
+    /// thief gets the other CPU: 1–5 of 60. This does not help when the caller computed right
+    /// up to the call: both wakees then queue on the one CPU the caller is not on (33–40 of
+    /// 60 either way; rayon 42–49). The cost is one more futex wake per entry into a parked
+    /// pool, and one search that finds nothing when the job does not fork.
+    pub(crate) fn notify_entry_outside(&self) -> usize {
+        // SeqCst: as in `notify_work_outside`.
+        fence(SeqCst);
+        // Acquire: as in `notify_work`.
+        let Some(state) = self.unsaturated(Acquire) else {
+            return 0;
+        };
+        if state.searching() != 0 || state.unparked() >= self.num_workers || !self.wake_any_cold() {
+            return 0;
+        }
+        1 + usize::from(self.wake_any_cold())
+    }
+
     /// [`Sleep::notify_task`] for a publisher that is not a running worker of this runtime,
     /// as [`Sleep::notify_work_outside`] is for jobs.
     pub(crate) fn notify_task_outside(&self) {

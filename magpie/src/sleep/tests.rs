@@ -195,6 +195,42 @@ fn notify_wakes_one_worker_per_call() {
 }
 
 #[test]
+fn an_entry_from_outside_wakes_a_runner_and_a_thief() {
+    let sleep = Sleep::new(3);
+    for worker in 0..3 {
+        assert!(!sleep.register_parked(worker, false));
+    }
+    assert_eq!(sleep.notify_entry_outside(), 2);
+    assert_eq!(counts(&sleep), (2, 2));
+    // Somebody searches now, so the next entry wakes nobody (R1).
+    assert_eq!(sleep.notify_entry_outside(), 0);
+    assert_eq!(counts(&sleep), (2, 2));
+    assert_eq!(sleep.park(0, None), Wake::Searching);
+    assert_eq!(sleep.park(1, None), Wake::Searching);
+    assert_eq!(sleep.park(2, BRIEFLY), Wake::Plain);
+    assert_eq!(counts(&sleep), (3, 2));
+}
+
+#[test]
+fn an_entry_from_outside_wakes_what_is_parked() {
+    // One of two parked: one woken.
+    let sleep = Sleep::new(2);
+    assert!(!sleep.register_parked(1, false));
+    assert_eq!(sleep.notify_entry_outside(), 1);
+    assert_eq!(counts(&sleep), (2, 1));
+    assert_eq!(sleep.park(1, None), Wake::Searching);
+    // A pool of one.
+    let sleep = Sleep::new(1);
+    assert!(!sleep.register_parked(0, false));
+    assert_eq!(sleep.notify_entry_outside(), 1);
+    assert_eq!(sleep.park(0, None), Wake::Searching);
+    // Nobody parked: nobody woken.
+    let sleep = Sleep::new(2);
+    assert_eq!(sleep.notify_entry_outside(), 0);
+    assert_eq!(counts(&sleep), (2, 0));
+}
+
+#[test]
 fn park_times_out_as_plain_and_restores_the_counts() {
     let sleep = Sleep::new(2);
     assert!(sleep.try_start_searching());
