@@ -243,9 +243,9 @@ impl Sleep {
     /// the runner's CPU). On the 2-CPU test machine, fib(30) split by `join` down to fib(20),
     /// each of 60 installs after 3 ms of sleep: in 35–41 of them the thief shared the
     /// runner's CPU or never ran, and the install took the sequential time (1.9 ms for 0.95);
-    /// rayon's pool did the same in 50. Woken from here, by the thread about to block, the
+    /// rayon's pool did the same in 50–53. Woken from here, by the thread about to block, the
     /// thief gets the other CPU: 1–5 of 60. This does not help when the caller computed right
-    /// up to the call: both wakees then queue on the one CPU the caller is not on (33–40 of
+    /// up to the call: both wakees then queue on the one CPU the caller is not on (33–49 of
     /// 60 either way; rayon 42–49). The cost is one more futex wake per entry into a parked
     /// pool, and one search that finds nothing when the job does not fork.
     pub(crate) fn notify_entry_outside(&self) -> usize {
