@@ -155,8 +155,9 @@ pub(crate) fn render_row(row: &RowResult) -> String {
 /// What the columns mean, printed once after the tables.
 pub(crate) fn legend() -> &'static str {
     "Times: medians in ms over rotating rounds (each round runs every implementation \
-         once, first place rotating). magpie/peer = magpie's median / the peer's: below \
-         1.00, magpie is faster.\n\n\
+         once, first place rotating; a 3 ms pause after every sample, so that each starts \
+         with every pool's threads parked). magpie/peer = magpie's median / the peer's: \
+         below 1.00, magpie is faster.\n\n\
          Counts (magpie only): for each timed magpie sample, `Runtime::stats()` of the \
          runtime that ran it, taken just before the sample and again once the pool was idle \
          (no task left, every worker parked: a worker copies its heavy-barrier count into \
