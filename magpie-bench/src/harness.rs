@@ -108,7 +108,8 @@ pub(crate) fn measure_rounds<I: Copy>(
     for round in 0..warmup {
         for imp in rotation(impls, round) {
             sample(imp, false);
-            pause(cool_down);
+            // A zero duration makes no system call.
+            std::thread::sleep(cool_down);
         }
     }
     let mut results: Vec<(I, Vec<Duration>)> = impls
@@ -118,7 +119,7 @@ pub(crate) fn measure_rounds<I: Copy>(
     for round in 0..samples {
         for (k, imp) in rotation(impls, round).enumerate() {
             let elapsed = sample(imp, true);
-            pause(cool_down);
+            std::thread::sleep(cool_down);
             let slot = (round + k) % impls.len();
             results[slot].1.push(elapsed);
         }
@@ -126,13 +127,6 @@ pub(crate) fn measure_rounds<I: Copy>(
     }
     progress(format_args!(" {:.1} s\n", started.elapsed().as_secs_f64()));
     results
-}
-
-/// Sleeps for `d`, unless it is zero.
-fn pause(d: Duration) {
-    if !d.is_zero() {
-        std::thread::sleep(d);
-    }
 }
 
 /// Writes progress to stderr, keeping stdout for the report.

@@ -82,7 +82,7 @@ pub struct Builder {
 /// The stall threshold when none is set (by [`Builder::stall_threshold`] or
 /// `MAGPIE_STALL_THRESHOLD_MS`): 100 ms, tokio-console's "long poll" default for a warning.
 /// Off under loom and shuttle, whose models run no monitor thread, and in the measurement
-/// build `--cfg magpie_no_insight` (`scripts/overhead.sh`), which leaves detection out.
+/// build `--cfg magpie_no_insight` (`scripts/insight_overhead.sh`), which leaves detection out.
 const DEFAULT_STALL_THRESHOLD: Option<Duration> = if cfg!(any(loom, shuttle, magpie_no_insight)) {
     None
 } else {

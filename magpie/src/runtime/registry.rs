@@ -645,7 +645,7 @@ impl Registry {
         // clock reading (see ARCHITECTURE.md, "Task identity and the live-task dump"); from
         // elsewhere, a reading.
         // `--cfg magpie_no_insight`: the measurement build without task identity (every
-        // id 1, no counters), for `scripts/overhead.sh`.
+        // id 1, no counters), for `scripts/insight_overhead.sh`.
         let insight = (self.task_insight || origin.name.is_some()) && cfg!(not(magpie_no_insight));
         let spawned_ns = match spawner {
             _ if !insight => 0,

@@ -211,7 +211,7 @@ impl Sleep {
         // Acquire: if we read a parker's decrement (R2), pairs with that RMW so that the idle
         // bit it set just before is visible to our scan in `wake_any_cold`. (Free on x86.)
         if let Some(state) = self.unsaturated(Acquire) {
-            self.notify_work_cold(state);
+            let _ = self.notify_work_cold(state);
         }
     }
 
@@ -227,7 +227,7 @@ impl Sleep {
         fence(SeqCst);
         // Acquire: as in `notify_work`.
         if let Some(state) = self.unsaturated(Acquire) {
-            self.notify_work_cold(state);
+            let _ = self.notify_work_cold(state);
         }
     }
 
@@ -256,13 +256,11 @@ impl Sleep {
         // SeqCst: as in `notify_work_outside`.
         fence(SeqCst);
         // Acquire: as in `notify_work`.
-        let Some(state) = self.unsaturated(Acquire) else {
-            return 0;
-        };
-        if state.searching() != 0 || state.unparked() >= self.num_workers || !self.wake_any_cold() {
-            return 0;
+        match self.unsaturated(Acquire) {
+            // R1 woke the runner; a second wake for its thief.
+            Some(state) if self.notify_work_cold(state) => 1 + usize::from(self.wake_any_cold()),
+            _ => 0,
         }
-        1 + usize::from(self.wake_any_cold())
     }
 
     /// [`Sleep::notify_task`] for a publisher that is not a running worker of this runtime,
@@ -304,10 +302,10 @@ impl Sleep {
     }
 
     #[cold]
-    fn notify_work_cold(&self, state: IdleState) {
-        if state.searching() == 0 && state.unparked() < self.num_workers {
-            self.wake_any_cold();
-        }
+    /// R1's decision on a loaded `state`: wakes one parked worker if nobody searches.
+    /// Returns whether it woke one.
+    fn notify_work_cold(&self, state: IdleState) -> bool {
+        state.searching() == 0 && state.unparked() < self.num_workers && self.wake_any_cold()
     }
 
     /// Called after publishing a *task*: as [`Sleep::notify_work`], but wakes only a worker

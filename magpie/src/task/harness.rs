@@ -151,7 +151,7 @@ where
         let header = self.header();
         // One test before the poll and one after for both kinds of extra work.
         let noted = header.identity.has_insight() | poller.clock.is_some();
-        // `--cfg magpie_no_insight` (the measurement build of `scripts/overhead.sh`) leaves
+        // `--cfg magpie_no_insight` (the measurement build of `scripts/insight_overhead.sh`) leaves
         // the polling word out.
         let polling = cfg!(not(magpie_no_insight)).then_some(poller.polling);
         if noted {

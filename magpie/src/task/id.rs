@@ -55,7 +55,7 @@ pub struct Id(NonZeroU64);
 
 impl Id {
     /// Every task's id in the measurement build without task identity (`--cfg
-    /// magpie_no_insight`, `scripts/overhead.sh`), which hands out no ids.
+    /// magpie_no_insight`, `scripts/insight_overhead.sh`), which hands out no ids.
     pub(crate) const MEASUREMENT: Id = Id(NonZeroU64::MIN);
 
     /// The id as a number (at least 1), for logs and metrics labels.
