@@ -7,8 +7,10 @@
 #   shipped     as users get it: task ids, spawn locations, the polling word, the stall
 #               monitor (100 ms threshold) and its per-unit activity store
 #   control     a copy of the shipped binary: the noise floor of this comparison
-#   no_insight  --cfg magpie_no_insight: every task id 1, no polling word, no activity store,
-#               no monitor (the measurement build; nothing else differs)
+#   no_insight  --cfg magpie_no_insight: every task id 1, no activity store, no monitor (the
+#               measurement build; nothing else differs). The polling word stays: it is
+#               also the worker's "inside a task" flag, which a runtime without identity
+#               needs as well; there it holds the constant id 1 instead of the task's.
 # and prints, per row, the median over rounds of each build's median, and the ratios
 # shipped / no_insight (the cost) and shipped / control (the noise), each both as the ratio
 # of those medians and as the median of the ratios within a round ("paired").

@@ -96,6 +96,50 @@ fn task_id_inside_equals_the_handle_id() {
     assert_eq!(rt.block_on(async { task::try_id() }), None);
 }
 
+/// Sends `task::try_id()` from its destructor.
+struct IdOnDrop(mpsc::Sender<Option<Id>>);
+
+impl Drop for IdOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.send(task::try_id());
+    }
+}
+
+/// The id covers the whole run of a task on a worker: `block_in_place` inside the poll, the
+/// future's destructor and a detached output's destructor, which the run drops. Outside a
+/// run, on the same workers, there is none: a worker clears its polling word after each
+/// run (task/id.rs, "The current task").
+#[test]
+fn task_id_covers_the_run_and_ends_with_it() {
+    let rt = runtime(2);
+    for _ in 0..50 {
+        let (drops, dropped) = mpsc::channel();
+        let (release, released) = futures::channel::oneshot::channel::<()>();
+        let in_future = IdOnDrop(drops.clone());
+        let for_output = drops.clone();
+        let handle = rt.spawn(async move {
+            let _in_future = in_future;
+            released.await.unwrap();
+            let blocked = task::block_in_place(task::try_id);
+            assert_eq!(blocked, task::try_id(), "block_in_place changed the id");
+            IdOnDrop(for_output)
+        });
+        let id = handle.id();
+        drop(handle); // detached: the run drops the output
+        release.send(()).unwrap();
+        let seen: Vec<Option<Id>> = (0..2).map(|_| dropped.recv().unwrap()).collect();
+        assert_eq!(seen, [Some(id), Some(id)], "the destructors' ids");
+        // A job on the workers, which just ran tasks, is in no task.
+        assert_eq!(
+            rt.install(task::try_id),
+            None,
+            "a worker kept a finished task's id"
+        );
+        let (a, b) = rt.install(|| magpie::join(task::try_id, task::try_id));
+        assert_eq!((a, b), (None, None), "a worker kept a finished task's id");
+    }
+}
+
 /// Every spawn function records its caller's location: read back through the spawn hook,
 /// which sees every kind of task, and through the dump for one of them.
 #[test]

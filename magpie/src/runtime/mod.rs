@@ -484,15 +484,15 @@ impl Runtime {
         // shown once, with the task it was polling first; its new task reads as scheduled.
         let mut shown = vec![false; registry.counters.len()];
         registry.owned.for_each_shard(|headers| {
-            // Which task each worker polls, read under the shard's lock: a task linked in
-            // the shard now cannot be unlinked (nor its address reused) until the walk
-            // ends, and its worker clears its word before it unlinks the task
-            // (`Harness::poll_future`), so an address found here is this task's poll.
+            // Which task each worker runs, by id (task/id.rs, "The current task"). Ids are
+            // never reused, so a word that holds a task's id is about that task; it may lag
+            // (a worker leaves the id in its word until the run has returned), which is why
+            // `TaskInfo::read` also asks the task's state for RUNNING.
             polling.clear();
             polling.extend(registry.counters.iter().enumerate().filter_map(|(i, c)| {
-                // Relaxed: see above; the lock orders it.
-                let address = c.polling.load(Relaxed);
-                (address != 0 && !shown[i]).then_some((address, i))
+                // Relaxed: only compared with the ids of the tasks linked here.
+                let id = crate::task::id::polled_id(c.polling.load(Relaxed))?;
+                (!shown[i]).then_some((id, i))
             }));
             for header in headers {
                 let task = TaskInfo::read(header, now, &polling);

@@ -10,8 +10,9 @@
 //! Relaxed stores, and none of them costs a task poll anything it did not already pay:
 //!
 //! - `tasks_polled`, the statistics' poll count, which the worker bumps before every poll;
-//! - `polling`, the header of the task it polls now (0 between polls), which `Runtime::tasks`
-//!   and `task::id` read too;
+//! - `polling`, the id of the task it runs now (0 between runs), which is also its "inside a
+//!   task" flag and what `Runtime::tasks` and `task::id` read (task/id.rs, "The current
+//!   task");
 //! - the *activity word* (`WorkerCounters::activity`), for the units of work that are not
 //!   task polls: a count of the jobs it started from its main loop or while it waits inside
 //!   `join` (`WorkerThread::begin_unit`), with a *busy* bit set from such a start until the
@@ -80,6 +81,7 @@ use crate::stats::trace::StallSpan;
 use crate::stats::{add, ACTIVITY_BUSY, ACTIVITY_WAITING};
 use crate::sync::atomic::*;
 use crate::sync::{lock, AtomicBool, Mutex, StatAtomicU64 as AtomicU64};
+use crate::task::id::polled_id;
 use crate::task::raw::Header;
 
 /// Samples in a row that must find the pool idle before the monitor sleeps. Two, so that a pool
@@ -277,23 +279,17 @@ fn begin_stall(
 ) {
     let counters = &registry.counters[index];
     add(&counters.stalls, 1);
-    // Relaxed: which task the worker polls; `with_polled` rereads it under the lock that
-    // makes dereferencing it sound.
-    let polling = NonNull::new(counters.polling.load(Relaxed) as usize as *mut Header);
-    let task = polling.and_then(|header| {
-        registry.owned.with_polled(
-            header,
-            // Relaxed: ordered by the shard lock (see `with_polled`).
-            || counters.polling.load(Relaxed) == header.as_ptr() as usize as u64,
-            |header| {
-                let identity = &header.identity;
-                (
-                    identity.id,
-                    identity.name().map(str::to_owned),
-                    identity.location(),
-                )
-            },
-        )
+    // Relaxed: which task the worker runs, by id (task/id.rs, "The current task"): the
+    // live list gives the rest, if the task is still in it.
+    let task = polled_id(counters.polling.load(Relaxed)).and_then(|id| {
+        registry.owned.with_task(id, |header| {
+            let identity = &header.identity;
+            (
+                identity.id,
+                identity.name().map(str::to_owned),
+                identity.location(),
+            )
+        })
     });
     let info = StallInfo::new(index, task, elapsed);
     if let Some(traced) = &monitor.traced {

@@ -56,9 +56,12 @@ pub(crate) const ACTIVITY_STEP: u64 = 4;
 /// The live counters of one worker.
 #[derive(Debug, Default)]
 pub(crate) struct WorkerCounters {
-    /// The header address of the task this worker is polling, 0 when none: written by the
-    /// task harness at the start and end of each poll, read by `Runtime::tasks` for
-    /// `TaskState::Running` (a word here rather than in every task: raw.rs, `Header`).
+    /// The *polling word*: the id of the task this worker runs, 0 when none, with bit 63 set
+    /// while that run is inside `block_in_place` (task/id.rs, "The current task"). Written
+    /// by the task harness as a run begins and by the worker when it has returned; the
+    /// worker's "inside a task" flag, read by `task::id`, by `Runtime::tasks` for
+    /// `TaskState::Running` and by the stall monitor (a word here rather than in every task:
+    /// raw.rs, `Header`).
     pub(crate) polling: AtomicU64,
     /// The worker's *activity word*, for the stall monitor (`runtime/monitor.rs`): a count
     /// of the units of work other than task polls it started (jobs), in steps of

@@ -41,9 +41,11 @@ use crate::util::unwind::{halt_unwinding, Payload};
 /// Who polls a task, and how: what the task's insight counters (raw.rs invariant 6) and the
 /// poller's "polling now" word record of the poll.
 pub(crate) struct Poller<'a> {
-    /// The poller's "polling now" word, which holds the task's header address while the poll
-    /// runs: the worker's (`WorkerCounters::polling`, for `Runtime::tasks` and `task::id`),
-    /// or off the workers the run's own (`Notified::run`, for `task::id`).
+    /// The poller's polling word (task/id.rs, "The current task"), to which [`Harness::poll`]
+    /// writes the task's id as the run begins; whoever owns the word clears it after the run
+    /// returns. The worker's (`WorkerCounters::polling`: its "inside a task" flag, and what
+    /// `Runtime::tasks`, the stall monitor and `task::id` read), or off the workers the run's
+    /// own (`Notified::run`, for `task::id`).
     pub(crate) polling: &'a StatAtomicU64,
     /// When the poll starts, in ns on the runtime's clock: the worker's last clock reading
     /// for an untimed poll (no clock is read for it), the poll's start for a timed one.
@@ -126,6 +128,13 @@ where
     /// Runs the task once for the holder of its `Notified`, consuming the `Notified`'s
     /// reference. Returns whether the task completed.
     pub(crate) fn poll(self, poller: &Poller<'_>) -> bool {
+        // Relaxed: written by this thread, read by it (`task::id`, the worker's "inside a
+        // task" test) or only compared with ids (the dump, the stall monitor): nothing is
+        // reached through it. Before the transition: a dump that sees RUNNING and a worker
+        // whose word names the task has the right worker.
+        poller
+            .polling
+            .store(self.header().identity.id.as_u64(), Relaxed);
         match self.state().transition_to_running() {
             TransitionToRunning::Success => self.poll_future(poller),
             TransitionToRunning::Cancelled => {
@@ -143,25 +152,17 @@ where
     /// Polls the future once; this thread holds `RUNNING` and the `Notified`'s reference.
     /// Returns whether the task completed.
     ///
-    /// This is the hottest path of the async rows: besides the poll itself it costs two
-    /// stores of the polling word, one test of the task's origin word and one more test
-    /// after the poll. A task with insight counters, and a timed poll, take the cold
-    /// functions below (BENCHMARKS.md, "Task identity: what it costs").
+    /// This is the hottest path of the async rows: besides the poll itself it costs one test
+    /// of the task's origin word and one more test after the poll (the polling word is
+    /// written in `poll` and cleared by the poller's owner). A task with insight counters,
+    /// and a timed poll, take the cold functions below (BENCHMARKS.md, "Task identity: what
+    /// it costs").
     fn poll_future(self, poller: &Poller<'_>) -> bool {
         let header = self.header();
         // One test before the poll and one after for both kinds of extra work.
         let noted = header.identity.has_insight() | poller.clock.is_some();
-        // `--cfg magpie_no_insight` (the measurement build of `scripts/insight_overhead.sh`) leaves
-        // the polling word out.
-        let polling = cfg!(not(magpie_no_insight)).then_some(poller.polling);
         if noted {
             begin_noted_poll(header, poller);
-        }
-        // Relaxed: the dump reads it under the live list's shard lock, which orders it
-        // against the task's unlinking (`Runtime::tasks`); `task::id` reads it on this
-        // thread.
-        if let Some(polling) = polling {
-            polling.store(header as *const Header as u64, Relaxed);
         }
         let polled = {
             // SAFETY: the poller's reference outlives the waker (it is dropped at the end of
@@ -175,11 +176,6 @@ where
                 unsafe { self.core().poll(&mut cx) }
             })
         };
-        // Relaxed: as above. Before the task can complete, leave the live list and have its
-        // address reused: a dump never sees this word name another task.
-        if let Some(polling) = polling {
-            polling.store(0, Relaxed);
-        }
         // Before any transition out of RUNNING: after it, another poller may be writing.
         if noted {
             end_noted_poll(header, poller);

@@ -12,14 +12,24 @@
 //!
 //! # The current task
 //!
-//! On a worker, [`id`] follows the worker's "polling now" word (`WorkerCounters::polling`,
-//! which the harness sets to the task's header for the length of the `poll` call, for
-//! `Runtime::tasks`) to the task's header: the poll path pays nothing more for `id`. Off the
-//! workers (the blocking pool, the unit tests' schedulers) the poll gets a word of its own,
-//! which the harness sets the same way, and a thread-local points [`id`] at it for as long
-//! as the run lasts (restoring the previous one after, so runs may nest). Either way the span
-//! is `poll` itself: the future's destructor and the terminate hook run outside it (a hook
-//! has [`TaskMeta::id`](super::TaskMeta::id)).
+//! Each poller has a *polling word*: a worker's `WorkerCounters::polling`, or off the workers
+//! (the blocking pool, the unit tests' schedulers) a word of the run's own, to which a
+//! thread-local points for as long as the run lasts (restoring the previous one after, so
+//! runs may nest). It holds the id of the task the poller runs, 0 when none; bit
+//! [`POLLING_BLOCKED`] is set on top while that run is inside `block_in_place`. The
+//! harness stores the id when a run of the task begins (`Harness::poll`, before the
+//! transition to running), and the worker clears it when the run has returned
+//! (`WorkerThread::run_task`), so the span covers the poll, the reschedule of a yield and
+//! the completion: the future's and the output's destructors and the join waker run inside
+//! it; the terminate hook has [`TaskMeta::id`](super::TaskMeta::id) of its own.
+//!
+//! The word is also the worker's "inside a task" flag, which the scheduler needs anyway (a
+//! wake from inside a poll goes to the LIFO slot, `WorkerThread::schedule_local`), so
+//! identity costs a poll nothing beyond loading the id: one store of the word at the start
+//! and one at the end, the same two that a plain flag would cost. Being an id and not an
+//! address, it names nothing that could be freed: [`id`] reads it without touching the task,
+//! and a word that lags behind (a worker that ran a task and has not cleared its word yet)
+//! can never be taken for another task, since ids are never reused.
 
 use std::cell::Cell;
 use std::fmt;
@@ -28,7 +38,6 @@ use std::num::NonZeroU64;
 use crate::sync::atomic::Relaxed;
 use crate::sync::thread::thread_local;
 use crate::sync::{StatAtomicU64, StaticAtomicU64};
-use crate::task::raw::Header;
 
 /// An opaque identifier of a task, unique among all tasks of the process (across runtimes)
 /// and never reused.
@@ -109,12 +118,14 @@ impl Id {
         let block = COUNTER.fetch_add(1, Relaxed);
         block
             .checked_mul(BLOCK)
-            .expect("magpie: task ids ran out (2^64 spawns)")
+            // Below bit 63: the polling word keeps that bit for `block_in_place`.
+            .filter(|start| start & POLLING_BLOCKED == 0)
+            .expect("magpie: task ids ran out (2^63 spawns)")
             .max(1)
     }
 
     fn from_raw(id: u64) -> Id {
-        Id(NonZeroU64::new(id).expect("magpie: task ids ran out (2^64 spawns)"))
+        Id(NonZeroU64::new(id).expect("magpie: task ids ran out (2^63 spawns)"))
     }
 }
 
@@ -154,7 +165,9 @@ thread_local! {
 ///
 /// Inside a task's `poll` (a spawned future's, a submitted or `spawn_blocking` closure's
 /// body) it is that task's id, the same as its [`JoinHandle::id`](crate::JoinHandle::id).
-/// The future's destructor runs outside it. Fork-join work
+/// So it is in what the task's run does after the poll: the future's and the output's
+/// destructors and the waker of whoever awaits the handle, when they run there (a runtime
+/// that shuts down drops the futures of unfinished tasks outside any run). Fork-join work
 /// started from the task (`join`, `scope`, parallel iterators) runs on other workers too;
 /// there the id is the task's only where that part runs on the task's own thread.
 ///
@@ -191,31 +204,24 @@ pub fn try_id() -> Option<Id> {
     let word = CURRENT.try_with(Cell::get).unwrap_or(std::ptr::null());
     // SAFETY: non-null only inside `with_off_pool_word`, whose word outlives the call.
     if let Some(word) = unsafe { word.as_ref() } {
-        // SAFETY: a nonzero word is the header of the task being polled on this thread
-        // (the harness sets it at the poll's start and clears it before the poll's
-        // reference can go), and we run inside that poll.
-        if let Some(header) = unsafe { polled_header(word) } {
-            return Some(header.identity.id);
+        // Relaxed: the word is written by this thread only (module docs).
+        if let Some(id) = polled_id(word.load(Relaxed)) {
+            return Some(id);
         }
     }
     // SAFETY: a non-null current worker is live for the duration of this call.
     let worker = unsafe { crate::runtime::worker::WorkerThread::current().as_ref() }?;
-    worker.polling_task().map(|header| header.identity.id)
+    worker.polled_id()
 }
 
-/// The task a polling word names, if it names one.
-///
-/// # Safety
-///
-/// `word` is the polling word of this thread's poll (a worker's, or a run off the workers'),
-/// read on this thread.
+/// Bit 63 of a polling word: the run it names is inside `block_in_place` (module docs).
+/// Ids stay below it (`Id::block_start`).
+pub(crate) const POLLING_BLOCKED: u64 = 1 << 63;
+
+/// The task a polling word's value names, if any (module docs).
 #[inline]
-pub(crate) unsafe fn polled_header(word: &StatAtomicU64) -> Option<&Header> {
-    // Relaxed: the word is written by this thread only (the harness, around the poll).
-    let address = word.load(Relaxed) as usize as *const Header;
-    // SAFETY: by the caller's promise, a nonzero word is the header of the task polled on
-    // this thread now, live until the harness clears the word.
-    unsafe { address.as_ref() }
+pub(crate) fn polled_id(word: u64) -> Option<Id> {
+    NonZeroU64::new(word & !POLLING_BLOCKED).map(Id)
 }
 
 /// Runs `f` (a run of a task off the workers, `Notified::run`) with [`try_id`] on this

@@ -212,15 +212,16 @@ pub struct TaskCounters {
 
 impl TaskInfo {
     /// Reads one task's row. `now_ns` is the runtime's clock now; `polling` holds, for each
-    /// worker polling a task, that task's header address and the worker's index.
-    pub(crate) fn read(header: &Header, now_ns: u64, polling: &[(u64, usize)]) -> TaskInfo {
+    /// worker running a task, that task's id and the worker's index.
+    pub(crate) fn read(header: &Header, now_ns: u64, polling: &[(Id, usize)]) -> TaskInfo {
         let identity = &header.identity;
-        let address = header as *const Header as u64;
+        let snapshot = header.state.load();
+        // A worker's word names the task from just before its run's transition to RUNNING
+        // until after the run (task/id.rs): with RUNNING set, that worker polls it now.
         let worker = polling
             .iter()
-            .find(|(polled, _)| *polled == address)
+            .find(|(polled, _)| *polled == identity.id && snapshot.is_running())
             .map(|&(_, worker)| worker);
-        let snapshot = header.state.load();
         let state = match worker {
             Some(worker) => TaskState::Running { worker },
             // RUNNING without a worker: between `transition_to_running` and the poll's

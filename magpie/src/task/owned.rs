@@ -19,6 +19,7 @@
 
 use std::ptr::NonNull;
 
+use super::id::Id;
 use super::raw::{Header, RawTask};
 use crate::sync::atomic::*;
 use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex};
@@ -193,34 +194,28 @@ impl OwnedTasks {
         tasks
     }
 
-    /// Calls `f` with the task at `task` if some worker polls it now, as `polled` (which
-    /// rereads that worker's polling word, `WorkerCounters::polling`) says under the lock of
-    /// the task's shard, while the shard is open; `None` otherwise. For the stall monitor,
-    /// which knows a stalled task only by its address.
-    ///
-    /// Why the task is allocated while `f` runs (the argument of `Runtime::tasks`, for one
-    /// address): a word holds a task's address only during a poll of that task, and a
-    /// polled task was linked before it was first scheduled (`bind`). It leaves the list
-    /// either by its completer's [`remove`](Self::remove), under this shard's lock and after
-    /// the poller cleared the word, or by [`close_and_take_all`](Self::close_and_take_all),
-    /// which closes the shard under the same lock first. If `polled` is true under the lock
-    /// and the shard is open, neither has happened to the task now at `task`: a `remove`
-    /// before our lock would have made its clear visible to us (its unlock happens before
-    /// our lock); a word that holds the address again names a new task there, linked in
-    /// turn. The lock then keeps it linked, so allocated (invariant 2), until `f` returns.
-    /// `f` is magpie's own code, never user code (STYLE.md rule 16).
-    pub(crate) fn with_polled<R>(
-        &self,
-        task: NonNull<Header>,
-        polled: impl FnOnce() -> bool,
-        f: impl FnOnce(&Header) -> R,
-    ) -> Option<R> {
-        let shard = lock(self.shard_of_addr(task));
-        if shard.closed || !polled() {
-            return None;
+    /// Calls `f` with the task whose id is `id`, under its shard's lock, if it is linked;
+    /// `None` otherwise. For the stall monitor, which knows a stalled task by the id in its
+    /// worker's polling word. Walks the shards one after the other until it finds the task
+    /// (a stall is reported once, so this runs once per stall, not per sample); `f` is
+    /// magpie's own code, never user code (STYLE.md rule 16).
+    pub(crate) fn with_task<R>(&self, id: Id, f: impl FnOnce(&Header) -> R) -> Option<R> {
+        for shard in self.shards.iter() {
+            let shard = lock(shard);
+            let mut next = shard.head;
+            while let Some(task) = next {
+                // SAFETY: invariant 2: a linked task is allocated, and stays linked (so
+                // allocated) while we hold its shard's lock; invariant 1: its links are
+                // read under that lock.
+                let header = unsafe { task.as_ref() };
+                if header.identity.id == id {
+                    return Some(f(header));
+                }
+                // SAFETY: as above.
+                next = unsafe { header.owned.with(|link| (*link).next) };
+            }
         }
-        // SAFETY: allocated while the lock is held (see above).
-        Some(f(unsafe { task.as_ref() }))
+        None
     }
 
     /// Calls `f` once per shard, under the shard's lock, with the headers of the tasks

@@ -44,6 +44,7 @@
 //! no worker free to run them.
 
 use crate::sync::atomic::*;
+use crate::task::id::POLLING_BLOCKED;
 
 use super::WorkerThread;
 
@@ -67,18 +68,24 @@ impl WorkerThread {
 /// that a panic in the closure leaves the worker as it was.
 struct Blocking<'w> {
     worker: &'w WorkerThread,
-    /// `in_task` and `blocking_in_task` before this call.
-    in_task: bool,
-    blocking_in_task: bool,
+    /// The polling word before this call (task/id.rs, "The current task").
+    polling: u64,
 }
 
 impl<'w> Blocking<'w> {
     #[cold]
     fn enter(worker: &'w WorkerThread) -> Blocking<'w> {
         let state = &worker.tasks;
-        let in_task = state.in_task.replace(false);
-        let blocking_in_task = state.blocking_in_task.get();
-        state.blocking_in_task.set(in_task || blocking_in_task);
+        // Relaxed, both: the worker's own word. Called from a poll, the word keeps naming
+        // the task (for `task::id`), with `POLLING_BLOCKED` set: no longer "inside a task"
+        // for the wakes, which must take the ring's path (`schedule_local`).
+        let polling = worker.counters.polling.load(Relaxed);
+        if polling != 0 {
+            worker
+                .counters
+                .polling
+                .store(polling | POLLING_BLOCKED, Relaxed);
+        }
         state.blocking.set(state.blocking.get() + 1);
         // Blocking here is announced, and nothing waits behind it (the hand-off below): not
         // a stall (`runtime/monitor.rs`).
@@ -95,11 +102,7 @@ impl<'w> Blocking<'w> {
         if !worker.deque.is_empty() {
             worker.registry.sleep.notify_work();
         }
-        Blocking {
-            worker,
-            in_task,
-            blocking_in_task,
-        }
+        Blocking { worker, polling }
     }
 }
 
@@ -108,8 +111,8 @@ impl Drop for Blocking<'_> {
         let state = &self.worker.tasks;
         let depth = state.blocking.get() - 1;
         state.blocking.set(depth);
-        state.in_task.set(self.in_task);
-        state.blocking_in_task.set(self.blocking_in_task);
+        // Relaxed: as in `enter`.
+        self.worker.counters.polling.store(self.polling, Relaxed);
         if depth == 0 {
             // Relaxed: a hint, as in `enter`.
             self.worker.slots().blocking.store(false, Relaxed);

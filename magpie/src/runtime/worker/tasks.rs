@@ -10,6 +10,7 @@ use crate::queue::local::{self, Overflow};
 use crate::runtime::registry::{Registry, Task};
 use crate::stats::trace::Kind;
 use crate::stats::{add, add_always, bump, histogram_bucket, set, WorkerCounters};
+use crate::sync::atomic::Relaxed;
 use crate::sync::StatAtomicU64;
 use crate::task::coop;
 use crate::task::harness::Poller;
@@ -48,17 +49,10 @@ pub(super) struct TaskState {
     pub(super) batch_tasks: Cell<u32>,
     /// LIFO-slot polls in a row.
     pub(super) lifo_streak: Cell<u32>,
-    /// Whether a task is being polled on this worker (then its wakes go to the LIFO slot).
-    /// False inside `block_in_place`, so that wakes take the ring's path, which checks
-    /// `blocking`.
-    pub(super) in_task: Cell<bool>,
     /// How deep this worker is in `block_in_place` (nested calls count): while non-zero,
     /// tasks it spawns or wakes go to the inject queue, where the other workers take them
     /// (`worker/block.rs`).
     pub(super) blocking: Cell<u32>,
-    /// Whether the outermost `block_in_place` was called from a task's poll (`in_task` is
-    /// false meanwhile; `is_polling_task` still says yes).
-    pub(super) blocking_in_task: Cell<bool>,
     /// Two per-poll counters, counted here and added to the shared ones by
     /// `flush_counters`: at maintenance, when the local queues run dry, and before parking.
     /// A plain increment on the worker's own stack is the cheapest count there is (a
@@ -105,9 +99,27 @@ impl Overflow<Header> for ToInject<'_> {
 }
 
 impl WorkerThread {
-    /// Whether this worker is polling one of its runtime's tasks right now.
+    /// Whether this worker is polling one of its runtime's tasks right now (inside
+    /// `block_in_place` too).
     pub(crate) fn is_polling_task(&self) -> bool {
-        self.tasks.in_task.get() || self.tasks.blocking_in_task.get()
+        // Relaxed: this worker's own word (task/id.rs, "The current task").
+        self.counters.polling.load(Relaxed) != 0
+    }
+
+    /// The id of the task this worker is polling, if it is polling one.
+    #[inline]
+    pub(crate) fn polled_id(&self) -> Option<crate::task::Id> {
+        // Relaxed: as in `is_polling_task`.
+        crate::task::id::polled_id(self.counters.polling.load(Relaxed))
+    }
+
+    /// Whether a wake or spawn now comes from inside a task's poll, outside `block_in_place`:
+    /// the polling word holds an id without [`POLLING_BLOCKED`](crate::task::id::POLLING_BLOCKED)
+    /// (bit 63), so, read as signed, it is positive. One load and one test.
+    #[inline(always)]
+    fn in_task(&self) -> bool {
+        // Relaxed: as in `is_polling_task`.
+        self.counters.polling.load(Relaxed) as i64 > 0
     }
 
     /// Queues a task woken or spawned on this worker.
@@ -135,7 +147,7 @@ impl WorkerThread {
             debug_assert_eq!(self.tasks.blocking.get(), 0);
             count(&self.tasks.local_scheduled);
             self.ring.push_back(task.into_header(), &self.to_inject());
-        } else if !self.tasks.in_task.get() {
+        } else if !self.in_task() {
             if self.tasks.blocking.get() != 0 {
                 return self.registry.push_remote(task);
             }
@@ -250,7 +262,8 @@ impl WorkerThread {
         // polled (`tasks_executed` is counted during the poll), and so that the stall
         // monitor sees a new poll begin (`runtime/monitor.rs`): never compiled out.
         add_always(&self.counters.tasks_polled, 1);
-        state.in_task.set(true);
+        // The harness writes the task's id to the polling word as the run begins (and this
+        // worker is "inside a task" from then on: `in_task`).
         if self.timed_polls {
             self.run_task_timed(task);
         } else {
@@ -265,14 +278,8 @@ impl WorkerThread {
             // list.
             let _completed = coop::with_budget(|| task.run_on(&poller));
         }
-        state.in_task.set(false);
-    }
-
-    /// The task this worker is polling, if it is polling one (its `polling` word).
-    #[inline]
-    pub(crate) fn polling_task(&self) -> Option<&Header> {
-        // SAFETY: the worker's own polling word, and the caller is on this worker's thread.
-        unsafe { crate::task::id::polled_header(&self.counters.polling) }
+        // Relaxed: as in `is_polling_task`. The run is over (task/id.rs).
+        self.counters.polling.store(0, Relaxed);
     }
 
     /// A new task id, from this worker's block (`task/id.rs`).
