@@ -18,6 +18,15 @@ fn counts(sleep: &Sleep) -> (usize, usize) {
     (state.unparked(), state.searching())
 }
 
+/// A pool of `n` workers, every one registered as parked (none of them searching).
+fn parked_pool(n: usize) -> Sleep {
+    let sleep = Sleep::new(n);
+    for worker in 0..n {
+        assert!(!sleep.register_parked(worker, false));
+    }
+    sleep
+}
+
 #[test]
 fn state_masks_are_disjoint() {
     assert_eq!(SEARCHING_ONE & !SEARCHING_MASK, 0);
@@ -177,10 +186,7 @@ fn notify_wakes_nobody_while_someone_searches() {
 
 #[test]
 fn notify_wakes_one_worker_per_call() {
-    let sleep = Sleep::new(3);
-    for worker in 0..3 {
-        assert!(!sleep.register_parked(worker, false));
-    }
+    let sleep = parked_pool(3);
     assert_eq!(counts(&sleep), (0, 0));
     sleep.notify_work();
     assert_eq!(counts(&sleep), (1, 1));
@@ -196,10 +202,7 @@ fn notify_wakes_one_worker_per_call() {
 
 #[test]
 fn an_entry_from_outside_wakes_a_runner_and_a_thief() {
-    let sleep = Sleep::new(3);
-    for worker in 0..3 {
-        assert!(!sleep.register_parked(worker, false));
-    }
+    let sleep = parked_pool(3);
     assert_eq!(sleep.notify_entry_outside(), 2);
     assert_eq!(counts(&sleep), (2, 2));
     // Somebody searches now, so the next entry wakes nobody (R1).

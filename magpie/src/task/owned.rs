@@ -202,20 +202,25 @@ impl OwnedTasks {
     pub(crate) fn with_task<R>(&self, id: Id, f: impl FnOnce(&Header) -> R) -> Option<R> {
         for shard in self.shards.iter() {
             let shard = lock(shard);
-            let mut next = shard.head;
-            while let Some(task) = next {
-                // SAFETY: invariant 2: a linked task is allocated, and stays linked (so
-                // allocated) while we hold its shard's lock; invariant 1: its links are
-                // read under that lock.
-                let header = unsafe { task.as_ref() };
-                if header.identity.id == id {
-                    return Some(f(header));
-                }
-                // SAFETY: as above.
-                next = unsafe { header.owned.with(|link| (*link).next) };
+            let found = Self::linked(&shard).find(|h| h.identity.id == id);
+            if let Some(header) = found {
+                return Some(f(header));
             }
         }
         None
+    }
+
+    /// The tasks linked in `shard`, borrowed for as long as `shard` is. A `Shard` lives only
+    /// inside its mutex, so a `&Shard` borrows the guard of its lock: invariant 2 keeps the
+    /// tasks allocated, and linked, while it is held, and invariant 1 lets us read their
+    /// links under it.
+    fn linked(shard: &Shard) -> impl Iterator<Item = &Header> {
+        std::iter::successors(shard.head, |task| {
+            // SAFETY: see above: `task` is linked in the locked shard.
+            unsafe { task.as_ref().owned.with(|link| (*link).next) }
+        })
+        // SAFETY: as above.
+        .map(|task| unsafe { &*task.as_ptr() })
     }
 
     /// Calls `f` once per shard, under the shard's lock, with the headers of the tasks
@@ -224,21 +229,11 @@ impl OwnedTasks {
     /// code (STYLE.md rule 16); spawns and completions that hash to the shard being read
     /// wait for it.
     pub(crate) fn for_each_shard(&self, mut f: impl FnMut(&[&Header])) {
-        let mut headers = Vec::new();
         for shard in self.shards.iter() {
             let shard = lock(shard);
-            let mut next = shard.head;
-            while let Some(task) = next {
-                // SAFETY: invariant 2: a linked task is allocated, and stays linked (so
-                // allocated) while we hold its shard's lock; invariant 1: its links are
-                // read under that lock.
-                let header = unsafe { task.as_ref() };
-                headers.push(header);
-                // SAFETY: as above.
-                next = unsafe { header.owned.with(|link| (*link).next) };
-            }
+            // A list per shard: the references borrow this shard's guard.
+            let headers: Vec<&Header> = Self::linked(&shard).collect();
             f(&headers);
-            headers.clear();
         }
     }
 
