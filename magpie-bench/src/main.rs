@@ -12,6 +12,8 @@
 //! cargo run --release -p magpie-bench -- iter [--workers N] [--only sum,sort,...] [--quick]
 //! cargo run --release -p magpie-bench -- stall [--workers N] [--stall-ms S] [--trials T]
 //!                                              [--shapes lifo,ring,mailbox,job]
+//! cargo run --release -p magpie-bench -- cold-start [--work-us W] [--rounds R]
+//!                                                   [--pauses-us 0,100,1000,3000]
 //! cargo run --release -p magpie-bench -- net [--rows echo,hello,mixed,blocked,idle-conns]
 //!                                            [--secs S] [--conns 1,64,512]
 //!                                            [--idle-conns 10000] [--json PATH]
@@ -34,6 +36,7 @@
 //! task-pool row) takes a few minutes at `--workers 1,2` on two CPUs. See `scale.rs`.
 
 mod async_rows;
+mod cold_start;
 mod fork_join;
 mod harness;
 mod idle;
@@ -88,6 +91,22 @@ enum Command {
     /// loopback; a hyper endpoint running a parallel sum; the echo load while a task blocks a
     /// worker; the CPU of idling with many open connections.
     Net(NetArgs),
+    /// How soon this machine runs a second thread in parallel when work arrives after its
+    /// CPUs idled (no runtime involved): two threads' time over one thread's, after pauses.
+    ColdStart(ColdStartArgs),
+}
+
+#[derive(Args, Debug)]
+struct ColdStartArgs {
+    /// How long each thread's piece of work lasts, in microseconds.
+    #[arg(long, default_value_t = 350)]
+    work_us: u64,
+    /// Rounds per pause.
+    #[arg(long, default_value_t = 60)]
+    rounds: usize,
+    /// The idle pauses before each timed piece, in microseconds.
+    #[arg(long, value_delimiter = ',', default_value = "0,100,1000,3000")]
+    pauses_us: Vec<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -580,6 +599,7 @@ fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
             list.join(", ")
         ),
     );
+    print_cold_start_line();
     let cfg = scale::Config {
         counts,
         groups: args.only.clone(),
@@ -776,6 +796,40 @@ fn stall(args: &StallArgs, info: &MachineInfo) -> ExitCode {
     }
 }
 
+/// `scale`'s note on the machine: the `cold-start` probe at the pause `scale` takes before
+/// every sample, so that a reader sees how much of a short row's time the machine's own
+/// wake-up may be.
+fn print_cold_start_line() {
+    let pause = crate::harness::SCALE_COOL_DOWN;
+    let work = std::time::Duration::from_micros(350);
+    let rows = cold_start::run(&[pause], 30, work);
+    if let Some(row) = rows.first() {
+        println!(
+            "- cold start (`magpie-bench cold-start`): after the {} ms pause `scale` takes \
+             before each sample, two threads running 0.35 ms of work each took {:.2} × one \
+             thread's time (1.00: a second CPU at once; 2.00: one after the other)\n",
+            pause.as_millis(),
+            row.ratio()
+        );
+    }
+}
+
+fn cold_start(args: &ColdStartArgs, info: &MachineInfo) -> ExitCode {
+    info.print_with_pools(
+        "cold-start",
+        "no pool: the bench thread and one helper thread",
+    );
+    let pauses: Vec<std::time::Duration> = args
+        .pauses_us
+        .iter()
+        .map(|&us| std::time::Duration::from_micros(us))
+        .collect();
+    let work = std::time::Duration::from_micros(args.work_us);
+    let rows = cold_start::run(&pauses, args.rounds, work);
+    println!("{}", cold_start::render(&rows, work));
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let info = MachineInfo::collect();
@@ -787,9 +841,10 @@ fn main() -> ExitCode {
         Command::Iter(a) => a.workers > 0,
         Command::Net(a) => a.workers > 0,
         Command::Stall(a) => a.workers > 0,
+        Command::ColdStart(a) => a.work_us > 0 && a.rounds > 0,
     };
     if !workers_ok {
-        eprintln!("--workers must be positive");
+        eprintln!("--workers (and for cold-start --work-us and --rounds) must be positive");
         return ExitCode::FAILURE;
     }
     match &cli.command {
@@ -800,5 +855,6 @@ fn main() -> ExitCode {
         Command::Iter(args) => iter_rows(args, &info),
         Command::Net(args) => net(args, &info),
         Command::Stall(args) => stall(args, &info),
+        Command::ColdStart(args) => cold_start(args, &info),
     }
 }
