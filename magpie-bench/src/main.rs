@@ -833,18 +833,22 @@ fn cold_start(args: &ColdStartArgs, info: &MachineInfo) -> ExitCode {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let info = MachineInfo::collect();
-    let workers_ok = match &cli.command {
-        Command::ForkJoin(a) => a.workers > 0,
-        Command::Idle(a) => a.workers > 0,
-        Command::Scale(_) => true,
-        Command::Async(a) => a.workers > 0,
-        Command::Iter(a) => a.workers > 0,
-        Command::Net(a) => a.workers > 0,
-        Command::Stall(a) => a.workers > 0,
-        Command::ColdStart(a) => a.work_us > 0 && a.rounds > 0,
+    let problem = match &cli.command {
+        Command::ColdStart(a) if a.work_us == 0 || a.rounds == 0 => {
+            Some("--work-us and --rounds must be positive")
+        }
+        Command::ColdStart(_) | Command::Scale(_) => None,
+        Command::ForkJoin(ForkJoinArgs { workers, .. })
+        | Command::Idle(IdleArgs { workers, .. })
+        | Command::Async(AsyncArgs { workers, .. })
+        | Command::Iter(IterArgs { workers, .. })
+        | Command::Net(NetArgs { workers, .. })
+        | Command::Stall(StallArgs { workers, .. }) => {
+            (*workers == 0).then_some("--workers must be positive")
+        }
     };
-    if !workers_ok {
-        eprintln!("--workers (and for cold-start --work-us and --rounds) must be positive");
+    if let Some(problem) = problem {
+        eprintln!("{problem}");
         return ExitCode::FAILURE;
     }
     match &cli.command {
