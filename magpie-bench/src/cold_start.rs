@@ -66,8 +66,7 @@ fn calibrate(target: Duration) -> u64 {
             black_box(piece(PROBE));
             start.elapsed()
         })
-        .min()
-        .unwrap_or(Duration::from_micros(100))
+        .fold(Duration::MAX, Duration::min)
         .max(Duration::from_nanos(1));
     let iters = PROBE as f64 * target.as_secs_f64() / fastest.as_secs_f64();
     (iters as u64).max(1)

@@ -802,8 +802,7 @@ fn stall(args: &StallArgs, info: &MachineInfo) -> ExitCode {
 fn print_cold_start_line() {
     let pause = crate::harness::SCALE_COOL_DOWN;
     let work = std::time::Duration::from_micros(350);
-    let rows = cold_start::run(&[pause], 30, work);
-    if let Some(row) = rows.first() {
+    if let Some(row) = cold_start::run(&[pause], 30, work).first() {
         println!(
             "- cold start (`magpie-bench cold-start`): after the {} ms pause `scale` takes \
              before each sample, two threads running 0.35 ms of work each took {:.2} × one \
@@ -819,12 +818,13 @@ fn cold_start(args: &ColdStartArgs, info: &MachineInfo) -> ExitCode {
         "cold-start",
         "no pool: the bench thread and one helper thread",
     );
-    let pauses: Vec<std::time::Duration> = args
+    use std::time::Duration;
+    let pauses: Vec<Duration> = args
         .pauses_us
         .iter()
-        .map(|&us| std::time::Duration::from_micros(us))
+        .map(|&us| Duration::from_micros(us))
         .collect();
-    let work = std::time::Duration::from_micros(args.work_us);
+    let work = Duration::from_micros(args.work_us);
     let rows = cold_start::run(&pauses, args.rounds, work);
     println!("{}", cold_start::render(&rows, work));
     ExitCode::SUCCESS
