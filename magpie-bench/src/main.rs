@@ -11,6 +11,7 @@
 //! cargo run --release -p magpie-bench -- async [--workers N] [--samples K] [--quick]
 //! cargo run --release -p magpie-bench -- iter [--workers N] [--only sum,sort,...] [--quick]
 //! cargo run --release -p magpie-bench -- stall [--workers N] [--stall-ms S] [--trials T]
+//!     [--peer-trials P] [--gap-ms G] [--full-stall]
 //!                                              [--shapes lifo,ring,mailbox,job]
 //! cargo run --release -p magpie-bench -- cold-start [--work-us W] [--rounds R]
 //!                                                   [--pauses-us 0,100,1000,3000]
@@ -114,12 +115,25 @@ struct StallArgs {
     /// Worker threads per runtime.
     #[arg(long, default_value_t = 2)]
     workers: usize,
-    /// How long the stalling poll blocks its worker, in milliseconds.
-    #[arg(long, default_value_t = 50)]
+    /// How long the stalling poll blocks its worker, in milliseconds (at most: see
+    /// `--full-stall`).
+    #[arg(long, default_value_t = 1000)]
     stall_ms: u64,
-    /// Trials per shape and runtime (each lasts about the stall).
-    #[arg(long, default_value_t = 30)]
+    /// Block for the whole stall in every trial, even after the queued task has started
+    /// (by default the stall ends then: the latency is measured already).
+    #[arg(long)]
+    full_stall: bool,
+    /// magpie's trials per shape.
+    #[arg(long, default_value_t = 1000)]
     trials: usize,
+    /// The peers' trials per shape: a peer whose queued task waits for the stall spends
+    /// the whole stall on each.
+    #[arg(long, default_value_t = 20)]
+    peer_trials: usize,
+    /// The idle pause before each trial, in milliseconds, so that the other workers have
+    /// parked when the stall begins.
+    #[arg(long, default_value_t = 5)]
+    gap_ms: u64,
     /// Where the waiting task is queued.
     #[arg(
         long,
@@ -765,8 +779,8 @@ fn net(args: &NetArgs, info: &MachineInfo) -> ExitCode {
 }
 
 fn stall(args: &StallArgs, info: &MachineInfo) -> ExitCode {
-    if args.trials == 0 {
-        eprintln!("--trials must be positive");
+    if args.trials == 0 || args.peer_trials == 0 {
+        eprintln!("--trials and --peer-trials must be positive");
         return ExitCode::FAILURE;
     }
     info.print_with_pools(
@@ -783,7 +797,10 @@ fn stall(args: &StallArgs, info: &MachineInfo) -> ExitCode {
     let cfg = stall::Config {
         workers: args.workers,
         stall: std::time::Duration::from_millis(args.stall_ms),
+        full_stall: args.full_stall,
         trials: args.trials,
+        peer_trials: args.peer_trials,
+        gap: std::time::Duration::from_millis(args.gap_ms),
         shapes,
         impls: args.impls.clone(),
     };

@@ -3,10 +3,17 @@
 //!
 //! Each trial spawns one task X from outside the pool. X queues a task T on its own worker,
 //! in one of the *shapes* below, notes the time, and then blocks its worker for `--stall-ms`
-//! (a `std::thread::sleep` inside the poll: a task that blocks without `block_in_place`). T
-//! notes the time it starts. The start latency is T's start minus X's note; trials run one
-//! after the other, so the other workers are usually parked when X blocks, and the latency
-//! includes waking one. The shapes:
+//! (a blocking wait inside the poll: a task that blocks without `block_in_place`). T notes
+//! the time it starts. The start latency is T's start minus X's note. Trials run one after
+//! the other, `--gap-ms` apart, so the other workers have parked when X blocks, and the
+//! latency includes waking one.
+//!
+//! X's block ends early once T has started, unless `--full-stall` is given: T's start is
+//! noted by then, and nothing X does afterwards can change it, so a trial of a 1 s stall
+//! whose T is taken at once lasts about as long as T's start latency. That is what lets the
+//! issue's shape (1,000 trials behind a 1-second stall) run in seconds; a runtime whose T
+//! waits for the stall (tokio's LIFO slot) still pays the whole second per trial, which is
+//! why the peers run `--peer-trials` trials. The shapes:
 //!
 //! * `lifo`: T spawned from X's poll, into the worker's LIFO slot (tokio's is owner-only:
 //!   there T waits for the stall, tokio#4941);
@@ -72,7 +79,14 @@ impl fmt::Display for StallImpl {
 pub(crate) struct Config {
     pub(crate) workers: usize,
     pub(crate) stall: Duration,
+    /// Block for the whole stall even after T started.
+    pub(crate) full_stall: bool,
+    /// magpie's trials per shape.
     pub(crate) trials: usize,
+    /// The peers' trials per shape (the first `peer_trials` of magpie's, alternated).
+    pub(crate) peer_trials: usize,
+    /// The idle pause before each trial, long enough for the workers to park.
+    pub(crate) gap: Duration,
     pub(crate) shapes: Vec<Shape>,
     pub(crate) impls: Vec<StallImpl>,
 }
@@ -120,13 +134,18 @@ pub(crate) fn run(cfg: &Config) -> Vec<Cell> {
             .collect();
         progress(format_args!("stall {}: ", shape.label()));
         let started = Instant::now();
-        for trial in 0..cfg.trials {
+        for trial in 0..cfg.trials.max(cfg.peer_trials) {
             for k in 0..per_impl.len() {
                 // Rotate which runtime goes first.
                 let i = (trial + k) % per_impl.len();
                 let imp = per_impl[i].0;
-                if let Some(latencies) = &mut per_impl[i].1 {
-                    latencies.push(trial_once(&rts, shape, imp, cfg.stall));
+                let wanted = match imp {
+                    StallImpl::Magpie => cfg.trials,
+                    StallImpl::Tokio => cfg.peer_trials,
+                };
+                if let Some(latencies) = per_impl[i].1.as_mut().filter(|l| l.len() < wanted) {
+                    std::thread::sleep(cfg.gap);
+                    latencies.push(trial_once(&rts, shape, imp, cfg));
                 }
             }
             if trial % 10 == 9 {
@@ -147,16 +166,42 @@ fn supported(shape: Shape, imp: StallImpl) -> bool {
     imp == StallImpl::Magpie || matches!(shape, Shape::Lifo | Shape::Ring)
 }
 
+/// How X blocks its worker: for the whole stall, or until T says it started.
+struct Block {
+    stall: Duration,
+    /// `None` for a full stall.
+    started: Option<mpsc::Receiver<()>>,
+}
+
+impl Block {
+    fn wait(self) {
+        match self.started {
+            // A disconnect (T dropped unrun) ends the wait as well: the trial then fails
+            // on T's missing start, below.
+            Some(started) => drop(started.recv_timeout(self.stall)),
+            None => std::thread::sleep(self.stall),
+        }
+    }
+}
+
 /// One trial: returns T's start latency.
-fn trial_once(rts: &Runtimes, shape: Shape, imp: StallImpl, stall: Duration) -> Duration {
+fn trial_once(rts: &Runtimes, shape: Shape, imp: StallImpl, cfg: &Config) -> Duration {
+    let stall = cfg.stall;
     let (tx, rx) = mpsc::channel::<Instant>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let block = Block {
+        stall,
+        started: (!cfg.full_stall).then_some(done_rx),
+    };
+    // T's body: note the start, then let X's block end.
+    let started = move || {
+        let _ = tx.send(Instant::now());
+        let _ = done_tx.send(());
+    };
     let queued = match imp {
         StallImpl::Magpie => {
             let rt = rts.magpie.clone();
             let x = rts.magpie.spawn(async move {
-                let started = move || {
-                    let _ = tx.send(Instant::now());
-                };
                 let queued = Instant::now();
                 match shape {
                     Shape::Lifo => drop(magpie::spawn(async move { started() })),
@@ -169,21 +214,18 @@ fn trial_once(rts: &Runtimes, shape: Shape, imp: StallImpl, stall: Duration) -> 
                         drop(rt.submit_to(me, started).expect("worker index"));
                     }
                     Shape::Job => {
-                        magpie::join(|| std::thread::sleep(stall), started);
+                        magpie::join(|| block.wait(), started);
                         return queued;
                     }
                 }
                 drop(rt);
-                std::thread::sleep(stall);
+                block.wait();
                 queued
             });
             rts.magpie.block_on(x).expect("the stalling task failed")
         }
         StallImpl::Tokio => {
             let x = rts.tokio.spawn(async move {
-                let started = move || {
-                    let _ = tx.send(Instant::now());
-                };
                 let queued = Instant::now();
                 match shape {
                     Shape::Lifo => drop(tokio::spawn(async move { started() })),
@@ -193,7 +235,7 @@ fn trial_once(rts: &Runtimes, shape: Shape, imp: StallImpl, stall: Duration) -> 
                     }
                     Shape::Mailbox | Shape::Job => unreachable!("not supported"),
                 }
-                std::thread::sleep(stall);
+                block.wait();
                 queued
             });
             rts.tokio.block_on(x).expect("the stalling task failed")
@@ -220,6 +262,7 @@ pub(crate) fn render(cfg: &Config, cells: &[Cell]) -> String {
         let mut row = vec![cell.shape.label().to_owned(), cell.imp.to_string()];
         match &cell.latencies {
             Some(l) if !l.is_empty() => {
+                row.push(l.len().to_string());
                 let median = ms(percentile(l, 50.0));
                 let p99 = ms(percentile(l, 99.0));
                 row.push(fmt_ms(median));
@@ -235,36 +278,42 @@ pub(crate) fn render(cfg: &Config, cells: &[Cell]) -> String {
                     "–".to_owned()
                 });
             }
-            _ => row.extend(["n/a", "", "", ""].map(str::to_owned)),
+            _ => row.extend(["", "n/a", "", "", ""].map(str::to_owned)),
         }
         rows.push(row);
     }
     let mut out = format!(
-        "### stall — start latency of a task queued behind a {} ms poll, {} workers, {} \
-         trials\n\n",
+        "### stall — start latency of a task queued behind a {} ms poll, {} workers\n\n",
         cfg.stall.as_millis(),
         cfg.workers,
-        cfg.trials
     );
     out.push_str(&markdown_table(
         &[
             "queued in",
             "runtime",
+            "trials",
             "median (ms)",
             "p99 (ms)",
             "max (ms)",
             "target (magpie: median and p99 ≤ 2 ms)",
         ],
-        &[false, false, true, true, true, false],
+        &[false, false, true, true, true, true, false],
         &rows,
     ));
-    out.push_str(
-        "\nA task blocks its worker (a `std::thread::sleep` in its poll) right after queuing \
-         another task on that worker; the latency is from the queuing to the other task's \
-         start. Trials run one at a time, alternating the runtimes, so the other workers are \
-         usually parked and the latency includes waking one. n/a: the runtime has no such \
-         queue.\n",
-    );
+    out.push_str(&format!(
+        "\nA task blocks its worker (a blocking wait in its poll, no `block_in_place`) right \
+         after queuing another task on that worker; the latency is from the queuing to the \
+         other task's start. Trials run one at a time, alternating the runtimes, each after \
+         an idle pause of {} ms, so the other workers have parked and the latency includes \
+         waking one. n/a: the runtime has no such queue.\n",
+        cfg.gap.as_secs_f64() * 1e3
+    ));
+    out.push_str(if cfg.full_stall {
+        "Every stall lasted its whole length (`--full-stall`).\n"
+    } else {
+        "A stall ends as soon as the queued task has started (its start is noted by then); \
+         `--full-stall` keeps every stall whole.\n"
+    });
     out
 }
 
@@ -285,6 +334,61 @@ pub(crate) fn to_json(cfg: &Config, cells: &[Cell]) -> String {
     json::object(&[
         ("workers", cfg.workers.to_string()),
         ("stall_ms", json::number(ms(cfg.stall))),
+        ("full_stall", cfg.full_stall.to_string()),
+        ("gap_ms", json::number(ms(cfg.gap))),
         ("cells", json::array(&items)),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(full_stall: bool) -> Config {
+        Config {
+            workers: 2,
+            stall: Duration::from_millis(20),
+            full_stall,
+            trials: 3,
+            peer_trials: 1,
+            gap: Duration::from_millis(1),
+            shapes: Shape::ALL.to_vec(),
+            impls: vec![StallImpl::Magpie, StallImpl::Tokio],
+        }
+    }
+
+    #[test]
+    fn each_runtime_runs_its_own_number_of_trials() {
+        let cfg = config(false);
+        let cells = run(&cfg);
+        assert_eq!(cells.len(), Shape::ALL.len() * 2);
+        for cell in &cells {
+            let expected = match (cell.imp, supported(cell.shape, cell.imp)) {
+                (_, false) => None,
+                (StallImpl::Magpie, true) => Some(cfg.trials),
+                (StallImpl::Tokio, true) => Some(cfg.peer_trials),
+            };
+            assert_eq!(
+                cell.latencies.as_ref().map(Vec::len),
+                expected,
+                "{:?} on {}",
+                cell.shape,
+                cell.imp
+            );
+        }
+        let report = render(&cfg, &cells);
+        assert!(report.contains("| trials |"), "{report}");
+        assert!(report.contains("ends as soon as"), "{report}");
+    }
+
+    #[test]
+    fn a_full_stall_still_measures_every_shape() {
+        let mut cfg = config(true);
+        cfg.impls = vec![StallImpl::Magpie];
+        let cells = run(&cfg);
+        assert!(cells
+            .iter()
+            .all(|c| c.latencies.as_ref().map(Vec::len) == Some(cfg.trials)));
+        assert!(render(&cfg, &cells).contains("`--full-stall`"));
+    }
 }
