@@ -56,7 +56,7 @@ use std::hint::black_box;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -113,22 +113,31 @@ pub(crate) enum AsyncImpl {
     /// `magpie` row runs with the default threshold, 100 ms).
     #[value(name = "magpie-stall-off")]
     MagpieStallOff,
+    /// magpie with per-task counters on (`Builder::task_insight(true)`): not a peer, what
+    /// the counters of `Runtime::tasks` cost. The report prints counters on / off (the
+    /// `magpie` row keeps them off, the default). Not in `scale`.
+    #[value(name = "magpie-insight")]
+    MagpieInsight,
 }
 
 impl AsyncImpl {
     /// All of them, in the order of the tables.
-    pub(crate) const ALL: [AsyncImpl; 6] = [
+    pub(crate) const ALL: [AsyncImpl; 7] = [
         AsyncImpl::Magpie,
         AsyncImpl::Tokio,
         AsyncImpl::AsyncExecutor,
         AsyncImpl::FuturesPool,
         AsyncImpl::TokioRayon,
         AsyncImpl::MagpieStallOff,
+        AsyncImpl::MagpieInsight,
     ];
 
     /// Whether this is a peer (another library), as opposed to magpie itself.
     fn is_peer(self) -> bool {
-        !matches!(self, AsyncImpl::Magpie | AsyncImpl::MagpieStallOff)
+        !matches!(
+            self,
+            AsyncImpl::Magpie | AsyncImpl::MagpieStallOff | AsyncImpl::MagpieInsight
+        )
     }
 
     /// The name used in tables and JSON.
@@ -140,6 +149,7 @@ impl AsyncImpl {
             AsyncImpl::FuturesPool => "futures ThreadPool",
             AsyncImpl::TokioRayon => "tokio+rayon",
             AsyncImpl::MagpieStallOff => "magpie (stall off)",
+            AsyncImpl::MagpieInsight => "magpie (task counters)",
         }
     }
 }
@@ -321,6 +331,8 @@ pub(crate) struct AsyncPools {
     magpie: MagpieExec,
     /// The same, with stall detection off.
     magpie_stall_off: MagpieExec,
+    /// The same as `magpie`, with per-task counters on; built when first asked for.
+    magpie_insight: OnceLock<MagpieExec>,
     tokio: tokio::runtime::Runtime,
     executor: ExecutorPool,
     futures: FuturesExec,
@@ -361,6 +373,7 @@ impl AsyncPools {
             workers,
             magpie: MagpieExec(Arc::new(magpie)),
             magpie_stall_off,
+            magpie_insight: OnceLock::new(),
             tokio,
             executor: ExecutorPool::new(workers),
             futures: FuturesExec(futures),
@@ -393,6 +406,21 @@ impl AsyncPools {
         &self.rayon
     }
 
+    /// The magpie runtime with per-task counters, built on first use.
+    fn magpie_insight(&self) -> &MagpieExec {
+        self.magpie_insight.get_or_init(|| {
+            MagpieExec(Arc::new(
+                magpie::Runtime::builder()
+                    .worker_threads(self.workers)
+                    .thread_name(MAGPIE_THREAD_PREFIX)
+                    .stall_threshold(Some(Duration::from_millis(100)))
+                    .task_insight(true)
+                    .build()
+                    .expect("could not build the magpie runtime"),
+            ))
+        })
+    }
+
     /// Runs `row` once with `imp` and returns the time the workload took.
     pub(crate) fn sample(&self, row: Row, imp: AsyncImpl) -> Duration {
         let tokio = TokioExec(self.tokio.handle().clone());
@@ -402,6 +430,7 @@ impl AsyncPools {
                 match imp {
                     AsyncImpl::Magpie => $row_fn(&self.magpie),
                     AsyncImpl::MagpieStallOff => $row_fn(&self.magpie_stall_off),
+                    AsyncImpl::MagpieInsight => $row_fn(self.magpie_insight()),
                     AsyncImpl::Tokio => $row_fn(&tokio),
                     AsyncImpl::AsyncExecutor => $row_fn(&self.executor.exec),
                     AsyncImpl::FuturesPool => $row_fn(&self.futures),
@@ -418,6 +447,7 @@ impl AsyncPools {
             Row::Mixed => match imp {
                 AsyncImpl::Magpie => mixed_magpie(&self.magpie),
                 AsyncImpl::MagpieStallOff => mixed_magpie(&self.magpie_stall_off),
+                AsyncImpl::MagpieInsight => mixed_magpie(self.magpie_insight()),
                 AsyncImpl::TokioRayon => mixed_tokio_rayon(&tokio, &self.rayon),
                 other => unreachable!("{other} does not run `mixed`"),
             },
@@ -504,6 +534,7 @@ impl Row {
                 AsyncImpl::Magpie,
                 AsyncImpl::TokioRayon,
                 AsyncImpl::MagpieStallOff,
+                AsyncImpl::MagpieInsight,
             ],
             _ => &[
                 AsyncImpl::Magpie,
@@ -511,6 +542,7 @@ impl Row {
                 AsyncImpl::AsyncExecutor,
                 AsyncImpl::FuturesPool,
                 AsyncImpl::MagpieStallOff,
+                AsyncImpl::MagpieInsight,
             ],
         }
     }
@@ -869,6 +901,9 @@ pub(crate) fn render_row(m: &RowMeasurement) -> String {
             "\nstall detection on / off: {}",
             ratio(magpie, Some(off))
         );
+    }
+    if let Some(on) = m.median(AsyncImpl::MagpieInsight) {
+        let _ = writeln!(out, "\ntask counters on / off: {}", ratio(Some(on), magpie));
     }
     if let Some(caveat) = m.row.caveat() {
         let _ = writeln!(out, "\nNote: {caveat}");

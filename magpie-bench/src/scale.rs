@@ -171,8 +171,15 @@ pub(crate) fn run(cfg: &Config) -> Vec<RowResult> {
                 let points = pools
                     .iter()
                     .map(|p| {
-                        let (name, impls) = (row.name(), row.impls());
-                        measure_point(Group::Async, name, p.workers(), impls, p.magpie(), cfg, {
+                        let name = row.name();
+                        // The counters' cost is `async`'s question, not the scaling table's.
+                        let impls: Vec<AsyncImpl> = row
+                            .impls()
+                            .iter()
+                            .copied()
+                            .filter(|&imp| imp != AsyncImpl::MagpieInsight)
+                            .collect();
+                        measure_point(Group::Async, name, p.workers(), &impls, p.magpie(), cfg, {
                             move |imp, _| p.sample(row, imp)
                         })
                     })
