@@ -11,7 +11,7 @@
 //! cargo run --release -p magpie-bench -- async [--workers N] [--samples K] [--quick]
 //! cargo run --release -p magpie-bench -- iter [--workers N] [--only sum,sort,...] [--quick]
 //! cargo run --release -p magpie-bench -- stall [--workers N] [--stall-ms S] [--trials T]
-//!     [--peer-trials P] [--gap-ms G] [--full-stall]
+//!     [--peer-trials P] [--gap-ms G] [--full-stall] [--busy-others] [--threshold-ms T]
 //!                                              [--shapes lifo,ring,mailbox,job]
 //! cargo run --release -p magpie-bench -- cold-start [--work-us W] [--rounds R]
 //!                                                   [--pauses-us 0,100,1000,3000]
@@ -134,6 +134,13 @@ struct StallArgs {
     /// parked when the stall begins.
     #[arg(long, default_value_t = 5)]
     gap_ms: u64,
+    /// Keep every other worker busy with a yielding task during each stall, so that only
+    /// magpie's stall monitor can move the queued task (magpie only; no `job` shape).
+    #[arg(long)]
+    busy_others: bool,
+    /// magpie's stall threshold, in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    threshold_ms: u64,
     /// Where the waiting task is queued.
     #[arg(
         long,
@@ -779,8 +786,8 @@ fn net(args: &NetArgs, info: &MachineInfo) -> ExitCode {
 }
 
 fn stall(args: &StallArgs, info: &MachineInfo) -> ExitCode {
-    if args.trials == 0 || args.peer_trials == 0 {
-        eprintln!("--trials and --peer-trials must be positive");
+    if args.trials == 0 || args.peer_trials == 0 || args.threshold_ms == 0 {
+        eprintln!("--trials, --peer-trials and --threshold-ms must be positive");
         return ExitCode::FAILURE;
     }
     info.print_with_pools(
@@ -801,6 +808,8 @@ fn stall(args: &StallArgs, info: &MachineInfo) -> ExitCode {
         trials: args.trials,
         peer_trials: args.peer_trials,
         gap: std::time::Duration::from_millis(args.gap_ms),
+        busy_others: args.busy_others,
+        threshold: std::time::Duration::from_millis(args.threshold_ms),
         shapes,
         impls: args.impls.clone(),
     };

@@ -205,9 +205,10 @@ fn queued_work_runs_during_a_stall(queue: Queue, others: usize, busy: bool) {
     if busy {
         // Nobody searched, so nothing but the monitor's hand-off reached the queued tasks.
         // (With idle workers, thieves may take everything before the threshold: no stall.)
+        // The hand-off comes a period before the threshold, so the blocker may be released
+        // before its stall can be reported: whether one was is not asserted.
         let stats = rt.stats();
         let worker = &stats.workers[blocked];
-        assert!(worker.stalls >= 1, "{what}: the stall was not seen");
         assert!(
             worker.stall_handoffs >= expected as u64,
             "{what}: {} handed off",

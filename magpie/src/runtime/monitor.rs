@@ -51,7 +51,10 @@
 //!
 //! # The hand-off
 //!
-//! While a worker is stalled, at every sample, the monitor moves the tasks queued on it (its
+//! While a worker is stalled, at every sample, and already at the sample a period before the
+//! stall can be reported (`Verdict::HandOff`: the unit began at most a period before the
+//! sample that first saw it, so this is the last sample before the unit's own threshold
+//! passes), the monitor moves the tasks queued on it (its
 //! LIFO slot, its ring, its mailbox) to the task inject queue, which every worker pulls at
 //! maintenance, busy ones included, and wakes a parked worker for them if nobody searches
 //! (`notify_task_outside`). It uses only the operations a thread other than the owner may
@@ -221,7 +224,7 @@ pub(crate) fn run(registry: Arc<Registry>) {
 }
 
 /// One sample of every worker: detects stalls, reports the new ones, hands off the queues of
-/// the stalled workers. Returns how many workers are stalled now.
+/// the stalled workers and of those about to be. Returns how many workers are stalled now.
 fn sample_all(
     registry: &Registry,
     monitor: &Monitor,
@@ -248,23 +251,55 @@ fn sample_all(
         }
         let since = sample.since.expect("checked above");
         let elapsed = now.saturating_duration_since(since);
-        if elapsed < monitor.threshold {
+        let verdict = judge(elapsed, monitor.threshold, monitor.period);
+        if verdict == Verdict::Running {
             continue;
         }
-        stalled += 1;
-        if !sample.stalled {
-            sample.stalled = true;
-            begin_stall(registry, monitor, index, since, elapsed, reporter);
-        }
-        let elapsed_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        // Relaxed: statistics; the monitor is their only writer.
-        if elapsed_ns > counters.longest_stall_ns.load(Relaxed) {
-            counters.longest_stall_ns.store(elapsed_ns, Relaxed);
+        if verdict == Verdict::Stalled {
+            stalled += 1;
+            if !sample.stalled {
+                sample.stalled = true;
+                begin_stall(registry, monitor, index, since, elapsed, reporter);
+            }
+            let elapsed_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+            // Relaxed: statistics; the monitor is their only writer.
+            if elapsed_ns > counters.longest_stall_ns.load(Relaxed) {
+                counters.longest_stall_ns.store(elapsed_ns, Relaxed);
+            }
         }
         let moved = hand_off(registry, index);
         add(&counters.stall_handoffs, moved as u64);
     }
     stalled
+}
+
+/// What the monitor makes of a unit it has seen running, unchanged, for `elapsed` since the
+/// first sample that saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Nothing to do yet.
+    Running,
+    /// Not a stall yet, but its queue moves now: the unit began at most a period before
+    /// the sample that first saw it, so a hand-off here, a period before the threshold, is
+    /// what makes the queued work move by the threshold (issue 15: "within 1 ms of the
+    /// threshold") rather than up to a period after it. The unit has run for at least
+    /// `threshold - period` (three quarters of the threshold), so the work leaves a worker
+    /// that is, by any measure, not coming back soon.
+    HandOff,
+    /// A stall: at least `threshold` since the first sample that saw it, so the unit ran at
+    /// least that long (never a false report). Reported once, and its queue handed off at
+    /// every sample while it lasts.
+    Stalled,
+}
+
+fn judge(elapsed: Duration, threshold: Duration, period: Duration) -> Verdict {
+    if elapsed >= threshold {
+        Verdict::Stalled
+    } else if elapsed >= threshold.saturating_sub(period) {
+        Verdict::HandOff
+    } else {
+        Verdict::Running
+    }
 }
 
 /// A stall seen for the first time: count it, read who it is, record it for the trace, and
@@ -377,4 +412,40 @@ fn compensate(registry: &Registry, stalled: usize, compensating: bool) -> bool {
         return registry.start_compensation_worker() || compensating;
     }
     compensating
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{judge, Verdict};
+    use std::time::Duration;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn the_queue_moves_a_period_before_the_stall_is_reported() {
+        let (threshold, period) = (100 * MS, 25 * MS);
+        // Samples a period apart from the one that first saw the unit: the hand-off comes
+        // at the last sample before the threshold, the report at the first one after it.
+        let verdicts: Vec<Verdict> = (0..6)
+            .map(|k| judge(period * k, threshold, period))
+            .collect();
+        use Verdict::*;
+        assert_eq!(
+            verdicts,
+            [Running, Running, Running, HandOff, Stalled, Stalled]
+        );
+    }
+
+    #[test]
+    fn a_threshold_no_longer_than_the_period_hands_off_at_first_sight() {
+        assert_eq!(judge(Duration::ZERO, MS, MS), Verdict::HandOff);
+        assert_eq!(judge(MS, MS, MS), Verdict::Stalled);
+        // Never a report before the threshold, whatever the period.
+        for elapsed in 0..100 {
+            let elapsed = Duration::from_micros(elapsed * 37);
+            if judge(elapsed, 2 * MS, MS) == Verdict::Stalled {
+                assert!(elapsed >= 2 * MS);
+            }
+        }
+    }
 }
