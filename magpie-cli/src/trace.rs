@@ -1,7 +1,7 @@
 //! `magpie trace`: records a traced run and draws it as a per-worker timeline.
 //!
-//! Runs a workload pattern (or, with `--demo`, the demo's heavy-on-worker-0 scenario) on a
-//! fresh runtime built with tracing on, exports the events as `DIR/trace.json` (Chrome trace
+//! Runs a workload pattern (or, with `--demo`, the demo's heavy-on-worker-0 scenario, or with
+//! `--stall`, `magpie demo --stall`'s 2-second stall) on a fresh runtime built with tracing on, exports the events as `DIR/trace.json` (Chrome trace
 //! format: open it in Perfetto or `chrome://tracing`), reads the file back, and draws
 //! `DIR/timeline.svg` (see [`crate::timeline`]). With `--input FILE` it draws an existing
 //! trace instead of recording one.
@@ -38,8 +38,12 @@ pub(crate) struct TraceArgs {
     /// half light, 200 µs, spread).
     #[arg(long, conflicts_with = "pattern")]
     demo: bool,
+    /// Record `magpie demo --stall` instead: a task blocks worker 0 for 2 s with tasks
+    /// queued behind it while the other workers are busy; the stall is drawn in red.
+    #[arg(long, conflicts_with_all = ["pattern", "demo", "tasks"])]
+    stall: bool,
     /// Draw this existing trace instead of recording one (trace.json is then not written).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "pattern"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "pattern", "stall"])]
     input: Option<PathBuf>,
     /// Width of the timeline's plot area, in pixels (one pixel column per time slice).
     #[arg(long, default_value_t = 1600, value_parser = clap::value_parser!(u64).range(100..=20_000))]
@@ -174,6 +178,9 @@ fn traced_workers(common: &CommonArgs) -> Result<usize, Failure> {
 /// Runs the workload on a traced runtime of `workers` workers and exports
 /// `DIR/trace.json`; returns its path and a title for the drawing.
 fn record(args: &TraceArgs, workers: usize) -> Result<(PathBuf, String), Failure> {
+    if args.stall {
+        return record_stall(args, workers);
+    }
     let rt = traced_runtime(workers)?;
     let title = if args.demo {
         let scenario = Scenario::generate(
@@ -205,6 +212,24 @@ fn record(args: &TraceArgs, workers: usize) -> Result<(PathBuf, String), Failure
     rt.wait_idle();
     let path = args.out.join("trace.json");
     export(&rt, &path)?;
+    Ok((path, title))
+}
+
+/// `--stall`: plays `magpie demo --stall` on a traced runtime and exports its trace, the
+/// monitor's stall span included.
+fn record_stall(args: &TraceArgs, workers: usize) -> Result<(PathBuf, String), Failure> {
+    let workers = crate::demo_stall::demo_workers(Some(workers))?;
+    let stage = crate::demo_stall::Stage::build(workers, true)?;
+    // The busy workers spin half a millisecond per poll: a trace ring holds the whole 2 s
+    // of that, where one poll per yield would overwrite the stall's start.
+    let spin = crate::demo_stall::Spin::Slices(Duration::from_micros(500));
+    let report = stage.play(spin, None)?;
+    let path = args.out.join("trace.json");
+    export(&stage.rt, &path)?;
+    let title = match report.stall_reports.first() {
+        Some(info) => format!("magpie demo --stall, {workers} workers: {info}"),
+        None => format!("magpie demo --stall, {workers} workers: no stall reported"),
+    };
     Ok((path, title))
 }
 

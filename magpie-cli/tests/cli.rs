@@ -231,6 +231,53 @@ fn trace_records_and_draws_a_run() {
     assert!(svg.starts_with("<svg"));
 }
 
+/// `demo --stall` (2 s): one stall report, naming the blocker by name and spawn location,
+/// and every queued task run by a worker other than the blocked one.
+#[test]
+fn demo_stall_reports_the_blocker_and_its_queue_runs_elsewhere() {
+    let v = json(&["demo", "--stall", "--workers", "2"]);
+    let reports = v["stall_reports"].as_array().unwrap();
+    assert_eq!(reports.len(), 1, "{v}");
+    assert_eq!(reports[0]["name"], "blocker", "{v}");
+    assert!(
+        reports[0]["location"]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("demo_stall.rs"),
+        "{v}"
+    );
+    let blocked = v["blocked_worker"].as_u64().unwrap();
+    let queued = v["queued_finished_ms"].as_array().unwrap().len();
+    assert_eq!(queued, 8);
+    let rows = v["per_worker"].as_array().unwrap();
+    let ran_elsewhere: u64 = rows
+        .iter()
+        .filter(|r| r["worker"].as_u64() != Some(blocked))
+        .map(|r| r["queued_tasks_run"].as_u64().unwrap())
+        .sum();
+    assert_eq!(ran_elsewhere, 8, "{v}");
+}
+
+/// `trace --stall` (2 s) draws the stall: a stall span in the trace and the SVG.
+#[test]
+fn trace_stall_draws_the_stall() {
+    let dir = scratch("trace_stall");
+    let v = json(&[
+        "trace",
+        "--stall",
+        "--workers",
+        "2",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(v["events"]["stalls"], 1, "{v}");
+    let svg = std::fs::read_to_string(dir.join("timeline.svg")).unwrap();
+    assert!(
+        svg.contains("blocker"),
+        "the stall's task is not named in the drawing"
+    );
+}
+
 #[test]
 fn bad_arguments_exit_with_status_2_and_a_message() {
     for args in [
@@ -242,6 +289,7 @@ fn bad_arguments_exit_with_status_2_and_a_message() {
         vec!["compare", "--tasks", "0"],
         vec!["compare", "--repeat", "0"],
         vec!["trace"],
+        vec!["trace", "--stall", "--demo", "--out", "x"],
         vec!["frobnicate"],
     ] {
         magpie()

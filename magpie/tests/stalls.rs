@@ -476,3 +476,33 @@ fn a_poll_parked_in_join_for_a_stolen_half_is_not_a_stall() {
     assert_eq!(total_stalls(&rt), 1);
     assert!(reports.try_recv().is_err(), "a second report: {reports:?}");
 }
+
+/// Timers keep firing while a worker stalls: a task sleeping on a timer releases the
+/// blocked one, so the stall ends only if the timer fired during it. Each worker count
+/// leaves one or two workers free (parked, so one of them drives the timers).
+#[test]
+fn timers_fire_while_a_worker_is_stalled() {
+    for workers in [2, 3] {
+        let (rt, reports) = watched(workers);
+        let (release, wait) = mpsc::channel::<()>();
+        let (started_tx, started) = mpsc::channel::<()>();
+        let blocker = rt.submit(move || {
+            started_tx.send(()).unwrap();
+            wait.recv_timeout(DEADLINE).is_ok()
+        });
+        started.recv_timeout(DEADLINE).unwrap();
+        // The blocker is running: wait for the monitor to call it a stall, so that the
+        // timer below is set and fires while one is under way.
+        let info = reports.recv_timeout(DEADLINE).expect("no stall report");
+        let sleeper = rt.spawn(async move {
+            magpie::time::sleep(THRESHOLD).await;
+            release.send(()).unwrap();
+        });
+        assert!(
+            blocker.join().unwrap(),
+            "{workers} workers: the timer never fired during the stall on worker {}",
+            info.worker()
+        );
+        rt.block_on(sleeper).unwrap();
+    }
+}
