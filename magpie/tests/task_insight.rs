@@ -14,7 +14,7 @@ use magpie::task::{self, Id, TaskCounters, TaskInfo, TaskState};
 use magpie::{Runtime, UnhandledPanic};
 
 mod common;
-use common::{panic_message, runtime};
+use common::{eventually, panic_message, runtime};
 
 fn info(rt: &Runtime, id: Id) -> Option<TaskInfo> {
     rt.tasks().into_iter().find(|t| t.id == id)
@@ -548,4 +548,43 @@ fn unique_ids_in_the_dump() {
     assert!(handles.iter().all(|h| ids.contains(&h.id())));
     // Sorted by id.
     assert!(tasks.windows(2).all(|w| w[0].id < w[1].id));
+}
+
+/// Polls that follow each other straight from a worker's local queues share a clock
+/// reading (the end of one is the start of the next, `TaskState::chained`), and no other
+/// poll does: whatever the mix of yields, LIFO hand-overs, steals and parks on two
+/// workers, each task's counters stay consistent with each other and with its age.
+#[test]
+fn chained_poll_times_stay_within_each_tasks_life() {
+    const TASKS: usize = 20;
+    const YIELDS: u64 = 50;
+    let rt = insight(2);
+    let handles: Vec<_> = (0..TASKS)
+        .map(|_| {
+            rt.spawn(async {
+                for _ in 0..YIELDS {
+                    magpie::task::yield_now().await;
+                }
+                // Children in the LIFO slot, then wait for good.
+                for _ in 0..3 {
+                    drop(magpie::spawn(async {}));
+                }
+                std::future::pending::<()>().await
+            })
+        })
+        .collect();
+    eventually("every task polled to its wait", || {
+        handles.iter().all(|h| {
+            info(&rt, h.id()).is_some_and(|t| {
+                t.state == TaskState::Idle && t.counters.is_some_and(|c| c.polls == YIELDS + 1)
+            })
+        })
+    });
+    for handle in &handles {
+        let c = counters(&rt, handle.id());
+        assert!(c.longest_poll() <= c.busy(), "{c:?}");
+        assert!(c.busy() <= c.age(), "more time in polls than alive: {c:?}");
+        assert!(c.since_last_poll().unwrap() <= c.age(), "{c:?}");
+        assert!(c.busy() > std::time::Duration::ZERO, "{c:?}");
+    }
 }

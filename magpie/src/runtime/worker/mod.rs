@@ -106,6 +106,11 @@ pub(crate) struct WorkerThread {
     trace: Option<Arc<TraceBuffer>>,
     /// Whether task polls are timed: for the histogram, or for the trace.
     timed_polls: bool,
+    /// Whether a timed poll that follows another straight from the local queues may take
+    /// the previous poll's end as its start (`TaskState::chained`): when polls are timed
+    /// only for the per-task counters. The trace and the histogram keep two readings per
+    /// poll, so that their spans do not take in the hand-over between polls.
+    chain_polls: bool,
 }
 
 impl WorkerThread {
@@ -256,6 +261,8 @@ impl WorkerThread {
     fn run(&self, work: Work) {
         match work {
             Work::Job(job) => {
+                // The job's time is not the next poll's (`TaskState::chained`).
+                self.tasks.chained.set(false);
                 self.begin_unit();
                 self.execute(job);
             }
@@ -466,6 +473,9 @@ pub(crate) fn run(seed: WorkerSeed) {
         timed_polls: seed.registry.poll_time_histogram
             || seed.registry.task_insight
             || (trace.is_some() && cfg!(not(magpie_no_trace))),
+        chain_polls: seed.registry.task_insight
+            && !seed.registry.poll_time_histogram
+            && (trace.is_none() || cfg!(magpie_no_trace)),
         trace,
         index: seed.index,
         counters: seed.registry.counters[seed.index].clone(),
@@ -484,6 +494,7 @@ pub(crate) fn run(seed: WorkerSeed) {
             local_scheduled: Cell::new(0),
             lifo_hits: Cell::new(0),
             clock_ns: Cell::new(0),
+            chained: Cell::new(false),
             ids: Cell::new(0),
         },
     };
