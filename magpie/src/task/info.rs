@@ -178,7 +178,10 @@ pub struct TaskInfo {
 /// Times are nanoseconds, as in [`Stats`](crate::Stats), with `Duration` accessors.
 /// `busy_ns` and `longest_poll_ns` are measured on runtimes that time their polls
 /// ([`Builder::task_insight`](crate::Builder::task_insight), the poll-time histogram, the
-/// trace) and read 0 elsewhere (a named task on a default runtime). `age_ns` and
+/// trace) and read 0 elsewhere (a named task on a default runtime). Where `task_insight`
+/// alone times them, a poll that follows another on the same worker starts at the
+/// reading that ended the one before, so its time includes taking it from the queue (tens
+/// of nanoseconds): one clock reading per poll instead of two. `age_ns` and
 /// `since_last_poll_ns` come from the worker's clock readings, which on a runtime that does
 /// not time its polls happen at maintenance (about every millisecond of work) and at parks,
 /// so they are precise to about a millisecond there.
