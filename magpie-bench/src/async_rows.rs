@@ -340,20 +340,27 @@ pub(crate) struct AsyncPools {
     rayon: Arc<rayon::ThreadPool>,
 }
 
+/// The stall threshold of the magpie runtimes that detect stalls (the default, set
+/// explicitly).
+const STALL_THRESHOLD: Duration = Duration::from_millis(100);
+
+/// A magpie runtime of `workers` workers with the given stall threshold and task insight.
+fn magpie_runtime(workers: usize, threshold: Option<Duration>, insight: bool) -> magpie::Runtime {
+    magpie::Runtime::builder()
+        .worker_threads(workers)
+        .thread_name(MAGPIE_THREAD_PREFIX)
+        .stall_threshold(threshold)
+        .task_insight(insight)
+        .build()
+        .expect("could not build the magpie runtime")
+}
+
 impl AsyncPools {
     /// Builds every runtime and pool with `workers` threads each.
     pub(crate) fn new(workers: usize) -> AsyncPools {
-        let magpie_with = |threshold: Option<Duration>| {
-            magpie::Runtime::builder()
-                .worker_threads(workers)
-                .thread_name(MAGPIE_THREAD_PREFIX)
-                .stall_threshold(threshold)
-                .build()
-                .expect("could not build the magpie runtime")
-        };
         // Explicit, so that `MAGPIE_STALL_THRESHOLD_MS` cannot make the two the same.
-        let magpie = magpie_with(Some(Duration::from_millis(100)));
-        let magpie_stall_off = MagpieExec(Arc::new(magpie_with(None)));
+        let magpie = magpie_runtime(workers, Some(STALL_THRESHOLD), false);
+        let magpie_stall_off = MagpieExec(Arc::new(magpie_runtime(workers, None, false)));
         let tokio = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
             .thread_name(TOKIO_THREAD_NAME)
@@ -409,15 +416,11 @@ impl AsyncPools {
     /// The magpie runtime with per-task counters, built on first use.
     fn magpie_insight(&self) -> &MagpieExec {
         self.magpie_insight.get_or_init(|| {
-            MagpieExec(Arc::new(
-                magpie::Runtime::builder()
-                    .worker_threads(self.workers)
-                    .thread_name(MAGPIE_THREAD_PREFIX)
-                    .stall_threshold(Some(Duration::from_millis(100)))
-                    .task_insight(true)
-                    .build()
-                    .expect("could not build the magpie runtime"),
-            ))
+            MagpieExec(Arc::new(magpie_runtime(
+                self.workers,
+                Some(STALL_THRESHOLD),
+                true,
+            )))
         })
     }
 

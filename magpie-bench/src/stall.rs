@@ -145,27 +145,9 @@ pub(crate) fn run(cfg: &Config) -> Vec<Cell> {
             .iter()
             .map(|&imp| (imp, supported(shape, imp, cfg.busy_others).then(Vec::new)))
             .collect();
-        progress(format_args!("stall {}: ", shape.label()));
-        let started = Instant::now();
-        for trial in 0..cfg.trials.max(cfg.peer_trials) {
-            for k in 0..per_impl.len() {
-                // Rotate which runtime goes first.
-                let i = (trial + k) % per_impl.len();
-                let imp = per_impl[i].0;
-                let wanted = match imp {
-                    StallImpl::Magpie => cfg.trials,
-                    StallImpl::Tokio => cfg.peer_trials,
-                };
-                if let Some(latencies) = per_impl[i].1.as_mut().filter(|l| l.len() < wanted) {
-                    std::thread::sleep(cfg.gap);
-                    latencies.push(trial_once(&rts, shape, imp, cfg));
-                }
-            }
-            if trial % 10 == 9 {
-                progress(format_args!("."));
-            }
+        if per_impl.iter().any(|(_, latencies)| latencies.is_some()) {
+            run_shape(&rts, shape, cfg, &mut per_impl);
         }
-        progress(format_args!(" {:.1} s\n", started.elapsed().as_secs_f64()));
         cells.extend(per_impl.into_iter().map(|(imp, latencies)| Cell {
             shape,
             imp,
@@ -173,6 +155,36 @@ pub(crate) fn run(cfg: &Config) -> Vec<Cell> {
         }));
     }
     cells
+}
+
+/// The trials of one shape, alternating the runtimes that have it (`Some` in `per_impl`).
+fn run_shape(
+    rts: &Runtimes,
+    shape: Shape,
+    cfg: &Config,
+    per_impl: &mut [(StallImpl, Option<Vec<Duration>>)],
+) {
+    progress(format_args!("stall {}: ", shape.label()));
+    let started = Instant::now();
+    for trial in 0..cfg.trials.max(cfg.peer_trials) {
+        for k in 0..per_impl.len() {
+            // Rotate which runtime goes first.
+            let i = (trial + k) % per_impl.len();
+            let imp = per_impl[i].0;
+            let wanted = match imp {
+                StallImpl::Magpie => cfg.trials,
+                StallImpl::Tokio => cfg.peer_trials,
+            };
+            if let Some(latencies) = per_impl[i].1.as_mut().filter(|l| l.len() < wanted) {
+                std::thread::sleep(cfg.gap);
+                latencies.push(trial_once(rts, shape, imp, cfg));
+            }
+        }
+        if trial % 10 == 9 {
+            progress(format_args!("."));
+        }
+    }
+    progress(format_args!(" {:.1} s\n", started.elapsed().as_secs_f64()));
 }
 
 fn supported(shape: Shape, imp: StallImpl, busy_others: bool) -> bool {

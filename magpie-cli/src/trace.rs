@@ -1,8 +1,9 @@
 //! `magpie trace`: records a traced run and draws it as a per-worker timeline.
 //!
 //! Runs a workload pattern (or, with `--demo`, the demo's heavy-on-worker-0 scenario, or with
-//! `--stall`, `magpie demo --stall`'s 2-second stall) on a fresh runtime built with tracing on, exports the events as `DIR/trace.json` (Chrome trace
-//! format: open it in Perfetto or `chrome://tracing`), reads the file back, and draws
+//! `--stall`, `magpie demo --stall`'s 2-second stall) on a fresh runtime built with tracing
+//! on, exports the events as `DIR/trace.json` (Chrome trace format: open it in Perfetto or
+//! `chrome://tracing`), reads the file back, and draws
 //! `DIR/timeline.svg` (see [`crate::timeline`]). With `--input FILE` it draws an existing
 //! trace instead of recording one.
 

@@ -421,6 +421,8 @@ impl WorkerThread {
             if !self.is_switched_on() {
                 idle.found_work();
                 self.end_unit();
+                // Switched off, it may sleep: not a hand-over between two polls.
+                self.tasks.chained.set(false);
                 if self.retire() {
                     break;
                 }
