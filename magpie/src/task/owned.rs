@@ -51,8 +51,11 @@ pub(crate) struct OwnedTasks {
     shards: Box<[CachePadded<Mutex<Shard>>]>,
     /// `shards.len() - 1`; the length is a power of two.
     mask: usize,
-    /// Linked tasks, for statistics. Relaxed: a gauge.
-    len: AtomicUsize,
+    /// Linked tasks: a gauge for statistics (Relaxed), and `wait_idle`'s condition (SeqCst
+    /// there). Written at every spawn and completion, so on a line of its own: beside
+    /// `shards` and `mask`, which every spawn and completion reads, it made each of them a
+    /// miss.
+    len: CachePadded<AtomicUsize>,
     /// Set by `close_and_take_all`; lets `bind` fail fast. The shard flags are the truth.
     closed: AtomicBool,
 }
@@ -73,7 +76,7 @@ impl OwnedTasks {
                 .map(|_| CachePadded::new(Mutex::new(Shard::default())))
                 .collect(),
             mask: n - 1,
-            len: AtomicUsize::new(0),
+            len: CachePadded::new(AtomicUsize::new(0)),
             closed: AtomicBool::new(false),
         }
     }
