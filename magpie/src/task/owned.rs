@@ -82,13 +82,9 @@ impl OwnedTasks {
     }
 
     fn shard_of(&self, task: RawTask) -> &Mutex<Shard> {
-        self.shard_of_addr(task.as_ptr())
-    }
-
-    fn shard_of_addr(&self, task: NonNull<Header>) -> &Mutex<Shard> {
         // Tasks are heap blocks of at least 64 bytes: drop the low bits, then mix so that
         // consecutive allocations spread over the shards.
-        let addr = task.as_ptr() as usize >> 6;
+        let addr = task.as_ptr().as_ptr() as usize >> 6;
         let hash = addr.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize);
         &self.shards[(hash >> 16) & self.mask]
     }
