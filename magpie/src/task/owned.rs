@@ -16,6 +16,10 @@
 //!    ([`OwnedTasks::close_and_take_all`]).
 //! 3. Once a shard is closed, `bind` refuses every task, so after
 //!    [`OwnedTasks::close_and_take_all`] no task is ever linked again.
+//! 4. A shard's `live` count is the number of tasks linked in it, written only under its
+//!    lock. There is no global count: one would be a line that every spawn and every
+//!    completion on every worker writes (see `is_empty_seqcst` for what `wait_idle` reads
+//!    instead).
 
 use std::ptr::NonNull;
 
@@ -45,17 +49,22 @@ struct Shard {
 // tasks are `Send` (their futures and outputs are, see `new_task`).
 unsafe impl Send for Shard {}
 
+/// A shard with its count, on a line of its own.
+#[derive(Debug, Default)]
+struct Slot {
+    shard: Mutex<Shard>,
+    /// Tasks linked in the shard (invariant 4): a gauge for statistics (Relaxed), and part of
+    /// `wait_idle`'s condition (SeqCst there). Beside the lock, whose line a spawn or
+    /// completion has just taken, so writing it moves no other line.
+    live: AtomicUsize,
+}
+
 /// Every live task of one runtime.
 #[derive(Debug)]
 pub(crate) struct OwnedTasks {
-    shards: Box<[CachePadded<Mutex<Shard>>]>,
+    shards: Box<[CachePadded<Slot>]>,
     /// `shards.len() - 1`; the length is a power of two.
     mask: usize,
-    /// Linked tasks: a gauge for statistics (Relaxed), and `wait_idle`'s condition (SeqCst
-    /// there). Written at every spawn and completion, so on a line of its own: beside
-    /// `shards` and `mask`, which every spawn and completion reads, it made each of them a
-    /// miss.
-    len: CachePadded<AtomicUsize>,
     /// Set by `close_and_take_all`; lets `bind` fail fast. The shard flags are the truth.
     closed: AtomicBool,
 }
@@ -72,16 +81,13 @@ impl OwnedTasks {
             (workers * 4).next_power_of_two().clamp(4, 256)
         };
         OwnedTasks {
-            shards: (0..n)
-                .map(|_| CachePadded::new(Mutex::new(Shard::default())))
-                .collect(),
+            shards: (0..n).map(|_| CachePadded::new(Slot::default())).collect(),
             mask: n - 1,
-            len: CachePadded::new(AtomicUsize::new(0)),
             closed: AtomicBool::new(false),
         }
     }
 
-    fn shard_of(&self, task: RawTask) -> &Mutex<Shard> {
+    fn shard_of(&self, task: RawTask) -> &Slot {
         // Tasks are heap blocks of at least 64 bytes: drop the low bits, then mix so that
         // consecutive allocations spread over the shards.
         let addr = task.as_ptr().as_ptr() as usize >> 6;
@@ -100,7 +106,8 @@ impl OwnedTasks {
         if self.closed.load(Relaxed) {
             return false;
         }
-        let mut shard = lock(self.shard_of(task));
+        let slot = self.shard_of(task);
+        let mut shard = lock(&slot.shard);
         if shard.closed {
             return false;
         }
@@ -123,7 +130,9 @@ impl OwnedTasks {
             }
         }
         shard.head = Some(task.as_ptr());
-        self.len.fetch_add(1, Relaxed);
+        // Relaxed: a spawn racing with `wait_idle` is not ordered with it anyway; the count's
+        // writes are ordered among themselves by the shard lock (invariant 4).
+        slot.live.fetch_add(1, Relaxed);
         true
     }
 
@@ -134,12 +143,13 @@ impl OwnedTasks {
     ///
     /// The caller holds a reference to `task`.
     pub(crate) unsafe fn remove(&self, task: RawTask) -> bool {
-        let mut shard = lock(self.shard_of(task));
+        let slot = self.shard_of(task);
+        let mut shard = lock(&slot.shard);
         // SAFETY: invariant 1 (the lock); the caller's reference keeps the task alive.
         let unlinked = unsafe { Self::unlink(&mut shard, task.as_ptr()) };
         if unlinked {
             // SeqCst: pairs with `IdleWait::wait`'s increment (runtime/idle_wait.rs).
-            self.len.fetch_sub(1, SeqCst);
+            slot.live.fetch_sub(1, SeqCst);
         }
         unlinked
     }
@@ -178,9 +188,10 @@ impl OwnedTasks {
         // Relaxed: see `bind`.
         self.closed.store(true, Relaxed);
         let mut tasks = Vec::new();
-        for shard in self.shards.iter() {
-            let mut shard = lock(shard);
+        for slot in self.shards.iter() {
+            let mut shard = lock(&slot.shard);
             shard.closed = true;
+            let before = tasks.len();
             while let Some(head) = shard.head {
                 // SAFETY: invariant 1 (the lock) and invariant 2 (a linked task is live).
                 let unlinked = unsafe { Self::unlink(&mut shard, head) };
@@ -188,8 +199,10 @@ impl OwnedTasks {
                 // SAFETY: `head` was linked, so it is a task pointer.
                 tasks.push(unsafe { RawTask::from_ptr(head) });
             }
+            // SeqCst: as in `remove`: these tasks have finished as far as `wait_idle` is
+            // concerned.
+            slot.live.fetch_sub(tasks.len() - before, SeqCst);
         }
-        self.len.fetch_sub(tasks.len(), Relaxed);
         tasks
     }
 
@@ -199,8 +212,8 @@ impl OwnedTasks {
     /// (a stall is reported once, so this runs once per stall, not per sample); `f` is
     /// magpie's own code, never user code (STYLE.md rule 16).
     pub(crate) fn with_task<R>(&self, id: Id, f: impl FnOnce(&Header) -> R) -> Option<R> {
-        for shard in self.shards.iter() {
-            let shard = lock(shard);
+        for slot in self.shards.iter() {
+            let shard = lock(&slot.shard);
             let found = Self::linked(&shard).find(|h| h.identity.id == id);
             if let Some(header) = found {
                 return Some(f(header));
@@ -228,22 +241,33 @@ impl OwnedTasks {
     /// code (STYLE.md rule 16); spawns and completions that hash to the shard being read
     /// wait for it.
     pub(crate) fn for_each_shard(&self, mut f: impl FnMut(&[&Header])) {
-        for shard in self.shards.iter() {
-            let shard = lock(shard);
+        for slot in self.shards.iter() {
+            let shard = lock(&slot.shard);
             // A list per shard: the references borrow this shard's guard.
             let headers: Vec<&Header> = Self::linked(&shard).collect();
             f(&headers);
         }
     }
 
-    /// How many tasks are linked (a gauge).
+    /// How many tasks are linked (a gauge: the shards are read one after the other, not at
+    /// one instant).
     pub(crate) fn len(&self) -> usize {
-        self.len.load(Relaxed)
+        self.shards.iter().map(|slot| slot.live.load(Relaxed)).sum()
     }
 
     /// True when no task is linked, read in the SeqCst order that `IdleWait` relies on
-    /// (runtime/idle_wait.rs).
+    /// (runtime/idle_wait.rs): every shard's count, each a SeqCst load, stopping at the
+    /// first that is not 0.
+    ///
+    /// Why the shards' counts together do what one count did: the last task of each shard
+    /// to finish decrements its count (SeqCst) and then reads `IdleWait::waiters` (SeqCst);
+    /// a waiter increments `waiters` and then reads the counts. For each shard, either the
+    /// waiter reads its count after the decrement, or that finisher reads `waiters` after
+    /// the increment and runs this check itself. Of the finishers that run it, the one
+    /// whose decrement is last in the SeqCst order reads every other shard's count after
+    /// that shard's decrement, so it sees all of them at 0 and notifies. A finisher reads
+    /// the shards only while someone is inside `wait_idle`; otherwise it pays one load.
     pub(crate) fn is_empty_seqcst(&self) -> bool {
-        self.len.load(SeqCst) == 0
+        self.shards.iter().all(|slot| slot.live.load(SeqCst) == 0)
     }
 }
