@@ -85,11 +85,13 @@ fn queued_tasks_run_while_blocked_on_3_workers() {
 
 /// In a `scope` spawn: the closure borrows the scope's data, a task queued on the worker
 /// (by the job: to its ring) runs elsewhere meanwhile, the scope's other spawns run, and the
-/// results are right. One spawn blocks: were every worker blocked waiting for a task, nobody
-/// would be left to run it (the documented limit).
+/// results are right. One spawn blocks, so the task needs a third worker: the worker that runs
+/// the scope waits for the spawns inside it, and a worker waiting inside `join` or `scope` runs
+/// jobs, never tasks. On 2 workers, a thief that took the blocking spawn (thieves take the
+/// oldest spawn first) would wait for good (the documented limit, see `block_in_place`).
 #[test]
 fn inside_scope_spawns() {
-    for workers in [2, 3] {
+    for workers in [3, 4] {
         let rt = runtime(workers);
         for _ in 0..10 {
             let data: Vec<u64> = (1..=100).collect();

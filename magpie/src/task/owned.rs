@@ -199,8 +199,8 @@ impl OwnedTasks {
                 // SAFETY: `head` was linked, so it is a task pointer.
                 tasks.push(unsafe { RawTask::from_ptr(head) });
             }
-            // SeqCst: as in `remove`: these tasks have finished as far as `wait_idle` is
-            // concerned.
+            // SeqCst: as in `remove`. Each of these tasks is then shut down by the caller, and
+            // its completion (`Harness::complete`, through `release`) tells `wait_idle`.
             slot.live.fetch_sub(tasks.len() - before, SeqCst);
         }
         tasks
