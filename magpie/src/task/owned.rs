@@ -130,9 +130,11 @@ impl OwnedTasks {
             }
         }
         shard.head = Some(task.as_ptr());
-        // Relaxed: a spawn racing with `wait_idle` is not ordered with it anyway; the count's
-        // writes are ordered among themselves by the shard lock (invariant 4).
-        slot.live.fetch_add(1, Relaxed);
+        // Relaxed: a spawn racing with `wait_idle` is not ordered with it anyway. A load and
+        // a store, not a read-modify-write: every write of the count holds the shard lock
+        // (invariant 4), so none can come between them, and the spawn path saves a locked
+        // instruction.
+        slot.live.store(slot.live.load(Relaxed) + 1, Relaxed);
         true
     }
 
