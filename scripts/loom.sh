@@ -38,7 +38,8 @@ RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
 # reused slot's new owner (no generation check), and clearing readiness newer than the poll
 # that saw it (no tick check); a parker that wakes a worker parked in the I/O driver through
 # its condvar instead of the driver's waker; a finished task that reads whether anyone waits
-# in `wait_idle` without pairing with the waiter) and these models are marked should_panic: they
+# in `wait_idle` without pairing with the waiter; `wait_idle`'s scan of the live counts making one
+# pass, blind to a task spawned into a shard it has read) and these models are marked should_panic: they
 # pass only if loom finds the bug, which shows the models can fail.
 RUSTFLAGS="--cfg loom --cfg magpie_loom_broken ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom-broken \
     LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
@@ -50,7 +51,7 @@ RUSTFLAGS="--cfg loom --cfg magpie_loom_broken ${RUSTFLAGS:-}" CARGO_TARGET_DIR=
     loom_handle_reads_or_drops_while_the_task_leaves_the_list \
     loom_io_stale_generation_races_slot_reuse loom_io_stale_clear_races_new_readiness \
     loom_notification_reaches_a_worker_parked_in_the_driver \
-    loom_idle_wait_two_shards \
+    loom_idle_wait_two_shards loom_idle_wait_scan_sees_a_child_spawned_across_shards \
     --skip loom_timer_register_races_fire_and_cancel
 RUSTFLAGS="--cfg loom --cfg magpie_loom_broken ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom-broken \
     LOOM_MAX_PREEMPTIONS="$runtime_bound" \

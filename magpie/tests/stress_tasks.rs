@@ -161,6 +161,47 @@ fn tasks_running_joins_on_every_worker_count() {
     }
 }
 
+/// Spawns a chain: each link spawns the next and then finishes, so the live tasks move
+/// from one shard of the live list to another while `wait_idle` scans them.
+fn spawn_chain(links: usize, done: Arc<AtomicUsize>) {
+    if links == 0 {
+        return;
+    }
+    drop(magpie::spawn(async move {
+        spawn_chain(links - 1, done.clone());
+        done.fetch_add(1, SeqCst);
+    }));
+}
+
+/// `wait_idle` while chains of tasks hand their liveness from parent to child: it returns
+/// only when every link of every chain has run, round after round. A scan of the live
+/// counts that read each shard once could miss a child spawned into a shard it had
+/// already read (see `task::owned::all_idle`). That window is a few nanoseconds wide and
+/// this test did not hit it in 150,000 rounds against such a scan; shuttle's `wait_idle`
+/// scenario and the loom model `loom_idle_wait_scan_sees_a_child_spawned_across_shards`
+/// are what catch it. This one keeps the behaviour covered on real threads.
+#[test]
+fn wait_idle_waits_for_spawn_chains_on_every_worker_count() {
+    const LINKS: usize = 16;
+    let rounds = scale(50, 500);
+    for workers in WORKER_COUNTS {
+        let rt = runtime(workers);
+        let done = Arc::new(AtomicUsize::new(0));
+        for round in 1..=rounds {
+            for _ in 0..workers {
+                let done = done.clone();
+                drop(rt.spawn(async move { spawn_chain(LINKS, done) }));
+            }
+            rt.wait_idle();
+            assert_eq!(
+                done.load(SeqCst),
+                round * workers * LINKS,
+                "{workers} workers, round {round}"
+            );
+        }
+    }
+}
+
 /// Runtimes dropped while tasks are pending, queued and running, many times over: every
 /// future is dropped exactly once and every handle resolves.
 #[test]

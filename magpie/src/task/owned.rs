@@ -16,10 +16,10 @@
 //!    ([`OwnedTasks::close_and_take_all`]).
 //! 3. Once a shard is closed, `bind` refuses every task, so after
 //!    [`OwnedTasks::close_and_take_all`] no task is ever linked again.
-//! 4. A shard's `live` count is the number of tasks linked in it, written only under its
-//!    lock. There is no global count: one would be a line that every spawn and every
-//!    completion on every worker writes (see `is_empty_seqcst` for what `wait_idle` reads
-//!    instead).
+//! 4. A shard's [`ShardCount`] counts the tasks linked in it now (`live`) and ever
+//!    (`linked`), and is written only under the shard's lock. There is no global count: one
+//!    would be a line that every spawn and every completion on every worker writes (see
+//!    [`all_idle`] for what `wait_idle` reads instead).
 
 use std::ptr::NonNull;
 
@@ -49,14 +49,107 @@ struct Shard {
 // tasks are `Send` (their futures and outputs are, see `new_task`).
 unsafe impl Send for Shard {}
 
-/// A shard with its count, on a line of its own.
+/// A shard with its counts, on a line of its own.
 #[derive(Debug, Default)]
 struct Slot {
     shard: Mutex<Shard>,
-    /// Tasks linked in the shard (invariant 4): a gauge for statistics (Relaxed), and part of
-    /// `wait_idle`'s condition (SeqCst there). Beside the lock, whose line a spawn or
-    /// completion has just taken, so writing it moves no other line.
+    /// Beside the lock, whose line a spawn or completion has just taken, so writing the
+    /// counts moves no other line.
+    count: ShardCount,
+}
+
+/// One shard's task counts (invariant 4): written only by whoever holds the shard's lock,
+/// read by anyone. `live` is a gauge for statistics (Relaxed) and, with `linked`, what
+/// [`all_idle`] reads for `wait_idle`.
+#[derive(Debug, Default)]
+pub(crate) struct ShardCount {
+    /// Tasks ever linked in the shard. It only grows, so a reader that reads it twice can
+    /// tell that a task was linked in between (see [`all_idle`]).
+    linked: AtomicUsize,
+    /// Tasks linked in the shard now.
     live: AtomicUsize,
+}
+
+impl ShardCount {
+    /// One more task linked. The caller holds the shard's lock.
+    #[inline]
+    pub(crate) fn link(&self) {
+        // Relaxed: a spawn from outside that races with `wait_idle` is not ordered with it
+        // anyway, and a spawn from a task is ordered before that task's own completion (a
+        // SeqCst RMW of `live`, which `all_idle` reads). Loads and stores, not read-modify-
+        // writes: every write holds the shard lock (invariant 4), so none can come between
+        // them, and the spawn path saves two locked instructions.
+        self.linked
+            .store(self.linked.load(Relaxed).wrapping_add(1), Relaxed);
+        self.live.store(self.live.load(Relaxed) + 1, Relaxed);
+    }
+
+    /// `n` tasks unlinked. The caller holds the shard's lock.
+    #[inline]
+    pub(crate) fn unlink(&self, n: usize) {
+        // SeqCst: pairs with `IdleWait::wait`'s increment (runtime/idle_wait.rs); and a
+        // release that `all_idle`'s loads acquire, carrying the links of the tasks this one
+        // spawned.
+        self.live.fetch_sub(n, SeqCst);
+    }
+
+    /// Tasks linked now (Relaxed: a gauge).
+    pub(crate) fn live(&self) -> usize {
+        self.live.load(Relaxed)
+    }
+}
+
+/// True when no shard of `counts` has a task linked, read in the SeqCst order that
+/// `IdleWait` relies on (runtime/idle_wait.rs). For `wait_idle`, and for a finishing task
+/// while someone is inside it.
+///
+/// **The counts are read at different instants, and a task moves work between shards**: a
+/// task in shard 1 spawns a child that lands in shard 0, then finishes. One pass could read
+/// shard 0 before the child's link and shard 1 after the parent's unlink, and see every
+/// count at 0 while the child lives (shuttle's `wait_idle` scenario found this). So the
+/// scan reads each shard's `linked` and then its `live`, and then every `linked` again,
+/// and answers true only if nothing was linked in between. It need not store the first
+/// pass's values: each `linked` only grows, and a later read of it by this thread returns
+/// the same write or a later one (read-read coherence), so the second pass's sum equals
+/// the first pass's only if every count is unchanged (barring 2^64 links, or 2^32 on a
+/// 32-bit target, during one scan). In the example, reading the parent's unlink (a SeqCst
+/// RMW, a release that this SeqCst load acquires) makes the child's link, which came
+/// before it on the parent's thread, visible to the second read of shard 0's `linked`.
+///
+/// Why several `live` counts lose no wake-up where one did not: the last task of each shard
+/// to finish decrements its count (SeqCst) and then reads `IdleWait::waiters` (SeqCst); a
+/// waiter increments `waiters` and then reads the counts. For each shard, either the
+/// waiter reads its count after the decrement, or that finisher reads `waiters` after
+/// the increment and runs this check itself. Of the finishers that run it, the one whose
+/// decrement is last in the SeqCst order reads every other shard's count after that
+/// shard's decrement, and no link comes after it (a later link would be a task that
+/// finishes later still), so it sees all of them at 0 and notifies. A finisher reads the
+/// shards only while someone is inside `wait_idle`; otherwise it pays one load.
+pub(crate) fn all_idle<'a, I>(counts: I) -> bool
+where
+    I: IntoIterator<Item = &'a ShardCount>,
+    I::IntoIter: Clone,
+{
+    let counts = counts.into_iter();
+    let mut before = 0usize;
+    for count in counts.clone() {
+        // SeqCst: the second operation of the waiter's side of the Dekker pair (the
+        // `live` loads), and acquires of the unlinks (see above).
+        before = before.wrapping_add(count.linked.load(SeqCst));
+        if count.live.load(SeqCst) != 0 {
+            return false;
+        }
+    }
+    // The negative control of `loom_idle_wait_scan_sees_a_child_spawned_across_shards`:
+    // one pass, which that model must catch.
+    if cfg!(all(loom, magpie_loom_broken)) {
+        return true;
+    }
+    let after = counts.fold(0usize, |sum, count| {
+        // SeqCst: as above.
+        sum.wrapping_add(count.linked.load(SeqCst))
+    });
+    after == before
 }
 
 /// Every live task of one runtime.
@@ -130,11 +223,7 @@ impl OwnedTasks {
             }
         }
         shard.head = Some(task.as_ptr());
-        // Relaxed: a spawn racing with `wait_idle` is not ordered with it anyway. A load and
-        // a store, not a read-modify-write: every write of the count holds the shard lock
-        // (invariant 4), so none can come between them, and the spawn path saves a locked
-        // instruction.
-        slot.live.store(slot.live.load(Relaxed) + 1, Relaxed);
+        slot.count.link();
         true
     }
 
@@ -150,8 +239,7 @@ impl OwnedTasks {
         // SAFETY: invariant 1 (the lock); the caller's reference keeps the task alive.
         let unlinked = unsafe { Self::unlink(&mut shard, task.as_ptr()) };
         if unlinked {
-            // SeqCst: pairs with `IdleWait::wait`'s increment (runtime/idle_wait.rs).
-            slot.live.fetch_sub(1, SeqCst);
+            slot.count.unlink(1);
         }
         unlinked
     }
@@ -201,9 +289,9 @@ impl OwnedTasks {
                 // SAFETY: `head` was linked, so it is a task pointer.
                 tasks.push(unsafe { RawTask::from_ptr(head) });
             }
-            // SeqCst: as in `remove`. Each of these tasks is then shut down by the caller, and
-            // its completion (`Harness::complete`, through `release`) tells `wait_idle`.
-            slot.live.fetch_sub(tasks.len() - before, SeqCst);
+            // Each of these tasks is then shut down by the caller, and its completion
+            // (`Harness::complete`, through `release`) tells `wait_idle`.
+            slot.count.unlink(tasks.len() - before);
         }
         tasks
     }
@@ -254,22 +342,12 @@ impl OwnedTasks {
     /// How many tasks are linked (a gauge: the shards are read one after the other, not at
     /// one instant).
     pub(crate) fn len(&self) -> usize {
-        self.shards.iter().map(|slot| slot.live.load(Relaxed)).sum()
+        self.shards.iter().map(|slot| slot.count.live()).sum()
     }
 
-    /// True when no task is linked, read in the SeqCst order that `IdleWait` relies on
-    /// (runtime/idle_wait.rs): every shard's count, each a SeqCst load, stopping at the
-    /// first that is not 0.
-    ///
-    /// Why the shards' counts together do what one count did: the last task of each shard
-    /// to finish decrements its count (SeqCst) and then reads `IdleWait::waiters` (SeqCst);
-    /// a waiter increments `waiters` and then reads the counts. For each shard, either the
-    /// waiter reads its count after the decrement, or that finisher reads `waiters` after
-    /// the increment and runs this check itself. Of the finishers that run it, the one
-    /// whose decrement is last in the SeqCst order reads every other shard's count after
-    /// that shard's decrement, so it sees all of them at 0 and notifies. A finisher reads
-    /// the shards only while someone is inside `wait_idle`; otherwise it pays one load.
+    /// True when no task is linked, read in the SeqCst order that `IdleWait` relies on: see
+    /// [`all_idle`].
     pub(crate) fn is_empty_seqcst(&self) -> bool {
-        self.shards.iter().all(|slot| slot.live.load(SeqCst) == 0)
+        all_idle(self.shards.iter().map(|slot| &slot.count))
     }
 }
