@@ -527,12 +527,14 @@ impl Builder {
     /// while the pool is idle. A stall is counted ([`WorkerStats::stalls`],
     /// [`WorkerStats::longest_stall_ns`]), drawn in the trace, and reported once to the
     /// [`on_stall`](Builder::on_stall) hook (by default, one line on stderr at most once per
-    /// task per second); meanwhile the tasks queued on the stalled worker are moved to the
+    /// task per second, for a task's stall only: see below); meanwhile the tasks queued on the stalled worker are moved to the
     /// global queue, where the other workers, busy or not, find them.
     ///
     /// A fork-join computation that one worker runs inline (`join` after `join`, without
     /// waiting for a stolen half) is one unit of work: a long `install` or parallel
-    /// iterator is one stall of a job, with no task identity.
+    /// iterator is one stall of a job, with no task identity. Since fork-join work runs long
+    /// by design, the default reporter prints nothing for a job's stall; it is counted,
+    /// traced and given to an `on_stall` hook like any other.
     ///
     /// [`WorkerStats::stalls`]: crate::WorkerStats::stalls
     /// [`WorkerStats::longest_stall_ns`]: crate::WorkerStats::longest_stall_ns
@@ -563,7 +565,8 @@ impl Builder {
     /// stalled worker, the task's id, name and spawn location (`None`s for a job) and how
     /// long it has run. It runs on the stall monitor's thread while the stall lasts; a panic
     /// in it is caught and dropped, and detection goes on. Replaces the default reporter
-    /// (one line on stderr, at most once per task per second).
+    /// (one line on stderr for a task's stall, at most once per task per second, and none
+    /// for a job's). The hook hears of both.
     ///
     /// # Examples
     ///
