@@ -177,9 +177,11 @@ fn spawn_chain(links: usize, done: Arc<AtomicUsize>) {
 /// only when every link of every chain has run, round after round. A scan of the live
 /// counts that read each shard once could miss a child spawned into a shard it had
 /// already read (see `task::owned::all_idle`). That window is a few nanoseconds wide and
-/// this test did not hit it in 150,000 rounds against such a scan; shuttle's `wait_idle`
-/// scenario and the loom model `loom_idle_wait_scan_sees_a_child_spawned_across_shards`
-/// are what catch it. This one keeps the behaviour covered on real threads.
+/// this test did not hit it in 150,000 rounds against such a scan; the unit test
+/// `all_idle_sees_a_child_linked_behind_the_scan` replays that interleaving, and shuttle's
+/// `wait_idle` scenario and the loom model
+/// `loom_idle_wait_scan_sees_a_child_spawned_across_shards` search for it. This one keeps
+/// the behaviour covered on real threads.
 #[test]
 fn wait_idle_waits_for_spawn_chains_on_every_worker_count() {
     const LINKS: usize = 16;

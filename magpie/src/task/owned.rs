@@ -351,3 +351,48 @@ impl OwnedTasks {
         all_idle(self.shards.iter().map(|slot| &slot.count))
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::cell::Cell;
+
+    use super::{all_idle, ShardCount};
+
+    fn shards(n: usize) -> Vec<ShardCount> {
+        (0..n).map(|_| ShardCount::default()).collect()
+    }
+
+    /// The scan's answers without interference: idle only when every shard is empty.
+    #[test]
+    fn all_idle_reads_every_shard() {
+        let counts = shards(4);
+        assert!(all_idle(&counts));
+        counts[3].link();
+        assert!(!all_idle(&counts));
+        counts[3].unlink(1);
+        assert!(all_idle(&counts));
+        assert_eq!(counts.iter().map(ShardCount::live).sum::<usize>(), 0);
+    }
+
+    /// The interleaving that shuttle found, replayed on one thread: between the scan's
+    /// reads of shard 0 and shard 1, the parent (in shard 1) spawns a child into shard 0
+    /// and finishes. Every `live` the first pass reads is 0; the second pass sees the link.
+    #[test]
+    fn all_idle_sees_a_child_linked_behind_the_scan() {
+        let counts = shards(2);
+        counts[1].link(); // the parent
+        let raced = Cell::new(false);
+        let scan = (0..2).map(|i| {
+            if i == 1 && !raced.replace(true) {
+                counts[0].link(); // the parent spawns the child...
+                counts[1].unlink(1); // ...and finishes
+            }
+            &counts[i]
+        });
+        assert!(!all_idle(scan), "idle while the child lives");
+        assert_eq!(counts[0].live(), 1);
+        // The child finishes: now the pool is idle.
+        counts[0].unlink(1);
+        assert!(all_idle(&counts));
+    }
+}
