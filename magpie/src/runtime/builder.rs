@@ -527,8 +527,9 @@ impl Builder {
     /// while the pool is idle. A stall is counted ([`WorkerStats::stalls`],
     /// [`WorkerStats::longest_stall_ns`]), drawn in the trace, and reported once to the
     /// [`on_stall`](Builder::on_stall) hook (by default, one line on stderr at most once per
-    /// task per second, for a task's stall only: see below); meanwhile the tasks queued on the stalled worker are moved to the
-    /// global queue, where the other workers, busy or not, find them.
+    /// task per second, for a task's stall only: see below); meanwhile the tasks queued on
+    /// the stalled worker are moved to the global queue, where the other workers, busy or
+    /// not, find them.
     ///
     /// A fork-join computation that one worker runs inline (`join` after `join`, without
     /// waiting for a stolen half) is one unit of work: a long `install` or parallel

@@ -250,8 +250,9 @@ impl DefaultReporter {
     }
 }
 
-/// At most one report per task per [`RATE_LIMIT`]. The clock is the caller's (`now`), so the tests can drive it. Entries older than the limit are
-/// dropped whenever the map doubles, so it holds about the tasks of the last second.
+/// At most one report per task per [`RATE_LIMIT`]. The clock is the caller's (`now`), so the
+/// tests can drive it. Entries older than the limit are dropped whenever the map doubles, so
+/// it holds about the tasks of the last second.
 #[derive(Debug, Default)]
 pub(crate) struct RateLimiter {
     last: HashMap<Id, Instant>,
