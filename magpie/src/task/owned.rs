@@ -133,9 +133,12 @@ where
     let counts = counts.into_iter();
     let mut before = 0usize;
     for count in counts.clone() {
-        // SeqCst: the second operation of the waiter's side of the Dekker pair (the
-        // `live` loads), and acquires of the unlinks (see above).
-        before = before.wrapping_add(count.linked.load(SeqCst));
+        // Acquire: keeps every later read of this scan (this shard's `live`, the next
+        // shards', the second pass) after this one, so that the first pass's `linked` is
+        // not read late, after an unlink that published a newer link.
+        before = before.wrapping_add(count.linked.load(Acquire));
+        // SeqCst: the second operation of the waiter's side of the Dekker pair; also an
+        // acquire of the unlink it reads (see above).
         if count.live.load(SeqCst) != 0 {
             return false;
         }
@@ -146,8 +149,9 @@ where
         return true;
     }
     let after = counts.fold(0usize, |sum, count| {
-        // SeqCst: as above.
-        sum.wrapping_add(count.linked.load(SeqCst))
+        // Relaxed: the SeqCst `live` loads above are acquires, so these reads come after
+        // them, and coherence makes each return a link they published or a later one.
+        sum.wrapping_add(count.linked.load(Relaxed))
     });
     after == before
 }
