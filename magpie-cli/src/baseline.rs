@@ -277,7 +277,9 @@ mod tests {
         for threads in [1, 3] {
             let floor = workload.total_work() / threads as u32;
             for baseline in Baseline::ALL {
-                let makespan = baseline.run(&workload, threads).expect(baseline.name());
+                let makespan = baseline
+                    .run(&workload, threads)
+                    .unwrap_or_else(|e| panic!("{}: {e}", baseline.name()));
                 assert!(
                     makespan >= floor,
                     "{} on {threads} threads: {makespan:?} < {floor:?}",
