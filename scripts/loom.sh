@@ -38,9 +38,9 @@ RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
 # reused slot's new owner (no generation check), and clearing readiness newer than the poll
 # that saw it (no tick check); a parker that wakes a worker parked in the I/O driver through
 # its condvar instead of the driver's waker; a finished task that reads whether anyone waits
-# in `wait_idle` without pairing with the waiter; `wait_idle`'s scan of the live counts making one
-# pass, blind to a task spawned into a shard it has read) and these models are marked should_panic: they
-# pass only if loom finds the bug, which shows the models can fail.
+# in `wait_idle` without pairing with the waiter; `wait_idle`'s scan of the live counts
+# making one pass, blind to a task spawned into a shard it has read) and these models are
+# marked should_panic: they pass only if loom finds the bug, which shows the models can fail.
 RUSTFLAGS="--cfg loom --cfg magpie_loom_broken ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom-broken \
     LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
     cargo test --release -p magpie --lib -- --test-threads=1 \
