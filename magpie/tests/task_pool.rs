@@ -240,7 +240,9 @@ fn submit_batch_runs_every_closure_and_keeps_the_order_of_the_handles() {
 #[test]
 fn submit_batch_starts_the_first_closures_before_the_batch_is_built() {
     // The 17th closure is built only after one of the first 16 has run: a batch published
-    // in one piece at its end would wait here for good (the guard's timeout ends that hang).
+    // in one piece at its end would wait here for good (the timeout ends that hang). Each
+    // closure is queued as soon as it is built (tests/wide_pools_and_batches.rs checks that
+    // later ones are too).
     let rt = Runtime::builder().worker_threads(2).build().unwrap();
     let (ran, first_ran) = mpsc::channel::<usize>();
     let closures = (0..2000usize).map(|i| {
@@ -264,9 +266,8 @@ fn submit_batch_starts_the_first_closures_before_the_batch_is_built() {
 
 #[test]
 fn submit_batch_runs_the_closures_built_before_its_iterator_panics() {
-    // 37 closures: a chunk of 16 is published, 21 wait for the next chunk (32) when the
-    // iterator panics. Left unqueued, those 21 would stay live, and `wait_idle` would wait for
-    // them for good.
+    // The iterator panics after 37 closures: each was queued as it was built, so all 37
+    // run, and none is left live and unqueued for `wait_idle` to wait on for good.
     let rt = Runtime::builder().worker_threads(2).build().unwrap();
     let ran = Arc::new(AtomicUsize::new(0));
     let closures = (0..40usize).map(|i| {

@@ -560,12 +560,12 @@ impl Runtime {
     }
 
     /// Runs every closure of `fs` as a task on this runtime, as [`submit`](Runtime::submit)
-    /// would one by one, and returns their handles in the same order. The batch goes onto
-    /// the global queue in chunks, with one atomic push and one wake-up per chunk instead
-    /// of one of each per closure, so handing over many tasks at once costs the submitting
-    /// thread little. The first chunk is small (16 closures) and each next one twice the
-    /// last, up to 1,024: workers start on a long batch while `fs` is still being consumed,
-    /// take shares of it and wake each other as they find it.
+    /// would one by one, and returns their handles in the same order. Each closure goes
+    /// onto the global queue as soon as `fs` yields it, before `fs` is asked for the next,
+    /// so workers start on a long batch while it is still being consumed, and an iterator
+    /// may wait for closures it yielded earlier (a channel they feed) or for
+    /// [`wait_idle`](Runtime::wait_idle) on another thread. Unlike a loop of `submit`, the
+    /// batch's tasks are not counted as remote schedules in [`Stats`](crate::Stats).
     ///
     /// # Examples
     ///

@@ -54,39 +54,6 @@ pub(crate) struct TaskSlots {
     pub(crate) blocking: AtomicBool,
 }
 
-/// Tasks in the first chunk that `Registry::spawn_batch` publishes: few, so that the
-/// workers start on a batch while the submitter still builds the rest.
-const BATCH_FIRST_CHUNK: usize = 16;
-
-/// The largest chunk `Registry::spawn_batch` publishes at once.
-const BATCH_MAX_CHUNK: usize = 1024;
-
-/// Tasks of a batch built and not yet published (`Registry::spawn_batch`). Dropping it
-/// publishes them, also when the batch's iterator panics.
-struct Unpublished<'a> {
-    registry: &'a Registry,
-    /// Each pointer carries its task's one `Notified` reference.
-    tasks: Vec<NonNull<Header>>,
-}
-
-impl Unpublished<'_> {
-    /// Queues the tasks on the inject queue with one push, and notifies once.
-    fn publish(&mut self) {
-        if self.tasks.is_empty() {
-            return;
-        }
-        self.registry.inject_tasks(self.tasks.drain(..));
-        // The batch push counted the tasks with a SeqCst RMW (`LinkedInject::push`).
-        self.registry.sleep.notify_task_after_seqcst_push();
-    }
-}
-
-impl Drop for Unpublished<'_> {
-    fn drop(&mut self) {
-        self.publish();
-    }
-}
-
 /// Shared by every worker of a runtime and by its `Runtime` handle.
 #[derive(Debug)]
 pub(crate) struct Registry {
@@ -442,6 +409,12 @@ impl Registry {
             // (its count and its CAS).
             self.remote_schedules.fetch_add(1, Relaxed);
         }
+        self.push_inject(task);
+    }
+
+    /// Queues `task` on the inject queue and notifies (R1), or shuts it down if the queue
+    /// is closed.
+    fn push_inject(&self, task: Task) {
         // SAFETY: the Notified's reference keeps the task allocated while it is queued, and
         // the task has no other Notified, so it is in no other queue (task state 1); its
         // link is the queue's (`LinkedInject` invariant 1).
@@ -501,16 +474,19 @@ impl Registry {
     }
 
     /// Spawns every future of `futures` as a task with the caller's location (`Runtime::
-    /// submit_batch`), and queues them on the inject queue in order, in chunks of growing
-    /// size (`BATCH_FIRST_CHUNK`, then doubling up to `BATCH_MAX_CHUNK`), one push and one
-    /// notification per chunk. From a worker of this runtime too: a batch is work for
-    /// everyone, not for this worker's ring.
+    /// submit_batch`), each queued on the inject queue, with its notification, as soon as it
+    /// is built. From a worker of this runtime too: a batch is work for everyone, not for
+    /// this worker's ring.
     ///
-    /// Why chunks: building a task costs the submitter about 100 ns, so a batch of 4,000
-    /// pushed in one piece kept every worker idle for the 0.4 ms it took to build, and the
-    /// first task started only then (`magpie compare`, BENCHMARKS.md). The first chunk
-    /// reaches the workers after 16 tasks; the doubling keeps the pushes and wake-ups to
-    /// about one per thousand tasks for the rest.
+    /// Why one at a time, not in chunks with one push and one notification each (as this
+    /// did until the review of issue 19): the caller's iterator is user code, and a task
+    /// built and held back while it runs is live (`wait_idle` waits for it) but queued
+    /// nowhere. An iterator that waits for one of the batch's earlier closures (a channel
+    /// the closures feed), or for a `wait_idle` on another thread, then waited for good
+    /// (tests/wide_pools_and_batches.rs). No chunking can avoid that, since any task held
+    /// back is held across a call of the iterator. The pushes cost the submitter about 40 ns
+    /// a task more (BENCHMARKS.md, "`submit_batch` one task at a time"); the notifications
+    /// are loads while a worker searches or runs.
     pub(crate) fn spawn_batch<F>(
         self: &Arc<Registry>,
         futures: impl IntoIterator<Item = F>,
@@ -523,14 +499,6 @@ impl Registry {
         self.with_own_worker(|worker| {
             let futures = futures.into_iter();
             let mut handles = Vec::with_capacity(futures.size_hint().0);
-            let mut chunk = BATCH_FIRST_CHUNK;
-            let mut queued = Unpublished {
-                registry: self,
-                tasks: Vec::with_capacity(chunk),
-            };
-            // A panic in the caller's iterator drops `queued`, which publishes the tasks
-            // built so far: they run (their handles are dropped, so detached), rather than
-            // stay live and unqueued, which would make `wait_idle` wait for them for good.
             for future in futures {
                 let origin = Origin {
                     location,
@@ -538,13 +506,12 @@ impl Registry {
                 };
                 let (task, handle) = self.new_bound_task(future, worker, origin);
                 handles.push(handle);
-                queued.tasks.extend(task.map(Task::into_header));
-                if queued.tasks.len() == chunk {
-                    queued.publish();
-                    chunk = (chunk * 2).min(BATCH_MAX_CHUNK);
+                if let Some(task) = task {
+                    // Not counted as a remote schedule: a batch's tasks count as spawns
+                    // only, from inside the pool or out.
+                    self.push_inject(task);
                 }
             }
-            drop(queued);
             handles
         })
     }
