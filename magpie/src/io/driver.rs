@@ -23,7 +23,7 @@ use std::time::Duration;
 use mio::event::Source;
 use mio::{Events, Interest, Token};
 
-use super::readiness::{Direction, Readiness, ReadyEvent, ScheduledIo};
+use super::readiness::{Direction, Readiness, ReadyEvent, ScheduledIo, WakeList};
 use super::slab::{self, AllocError, Slab};
 use crate::sync::Arc;
 
@@ -111,13 +111,18 @@ impl Driver {
     }
 
     /// Waits for readiness at most `timeout` (`None`: until an event or [`Handle::unpark`];
-    /// `Some(ZERO)`: not at all), then records and dispatches what the OS reported. Returns
-    /// how many events reached a live registration (the waker's and stale ones are not
-    /// counted).
+    /// `Some(ZERO)`: not at all), then records what the OS reported and moves the wakers of
+    /// the sources it made ready onto `wakers`, for the caller to wake after the turn (see
+    /// [`WakeList`]). Returns how many events reached a live registration (the waker's and
+    /// stale ones are not counted).
     ///
     /// An `Err` is the OS's: `ErrorKind::Interrupted` (a signal ended the wait) is a turn
     /// that delivered nothing, and the caller may simply turn again.
-    pub(crate) fn turn(&mut self, timeout: Option<Duration>) -> io::Result<usize> {
+    pub(crate) fn turn(
+        &mut self,
+        timeout: Option<Duration>,
+        wakers: &mut WakeList,
+    ) -> io::Result<usize> {
         self.poll.poll(&mut self.events, timeout)?;
         self.tick = self.tick.wrapping_add(1);
         let mut delivered = 0;
@@ -138,8 +143,8 @@ impl Driver {
             let ready = readiness_of(event);
             if io.set_readiness(generation, slab::GENERATION_MASK, self.tick, ready) {
                 delivered += 1;
-                // No lock of ours is held: the wakers (user code) run here, contained.
-                io.wake(generation, slab::GENERATION_MASK, ready);
+                io.take_wakers(generation, slab::GENERATION_MASK, ready)
+                    .into_list(wakers);
             } else {
                 self.stale += 1;
             }
@@ -150,6 +155,15 @@ impl Driver {
     /// Events dropped so far because their slot had been freed (or the driver shut down).
     pub(crate) fn stale_events(&self) -> u64 {
         self.stale
+    }
+
+    /// A turn whose wakers are woken at once (tests that turn the driver by hand).
+    #[cfg(test)]
+    pub(crate) fn turn_and_wake(&mut self, timeout: Option<Duration>) -> io::Result<usize> {
+        let mut wakers = WakeList::default();
+        let delivered = self.turn(timeout, &mut wakers)?;
+        wakers.wake_all();
+        Ok(delivered)
     }
 
     /// The tick of the last turn (tests).

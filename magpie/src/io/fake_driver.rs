@@ -33,6 +33,7 @@ use std::io;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use super::readiness::WakeList;
 use crate::sync::atomic::*;
 use crate::sync::{lock, wait_until, Arc, AtomicUsize, Condvar, Mutex};
 use crate::util::unwind::{drop_quietly, halt_unwinding};
@@ -113,9 +114,10 @@ impl IoDriver {
         &self.handle
     }
 
-    /// One turn by the holder of the driver role (module docs, "A turn"). Returns the events
-    /// delivered to live sources.
-    pub(crate) fn turn(&self, timeout: Option<Duration>) -> usize {
+    /// One turn by the holder of the driver role (module docs, "A turn"), which wakes
+    /// `wakers` after it (as the real driver's caller does, `io::WakeList`). Returns the
+    /// events delivered to live sources.
+    pub(crate) fn turn(&self, timeout: Option<Duration>, wakers: &mut WakeList) -> usize {
         let shared = &*self.handle.shared;
         let mut state = lock(&shared.state);
         // A failure here is a finding: two workers held the role at once.
@@ -128,20 +130,14 @@ impl IoDriver {
             state.turning = false;
         }
         state.unparked = false;
-        let mut woken = Vec::new();
         let mut delivered = 0;
         for source in state.sources.iter_mut().flatten() {
             if std::mem::take(&mut source.pending) {
                 delivered += 1;
                 source.ready = true;
-                woken.extend(source.waker.take());
-            }
-        }
-        drop(state);
-        // After the lock: waking is user code, each in its own panic boundary.
-        for waker in woken {
-            if let Err(payload) = halt_unwinding(|| waker.wake()) {
-                drop_quietly(payload);
+                if let Some(waker) = source.waker.take() {
+                    wakers.push(waker);
+                }
             }
         }
         delivered

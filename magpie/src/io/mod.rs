@@ -93,6 +93,9 @@ pub mod unix {
     pub use super::async_fd::{AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, TryIoError};
 }
 
+/// What a worker wakes after it turned the I/O driver.
+pub(crate) use self::readiness::WakeList;
+
 /// The shared half of the runtime's I/O driver: registers, unparks, shuts down.
 #[cfg(not(any(loom, shuttle)))]
 pub(crate) use self::driver::Handle;
@@ -109,6 +112,7 @@ mod runtime_io {
     use std::time::Duration;
 
     use super::driver::{Driver, Handle};
+    use super::readiness::WakeList;
 
     /// A runtime's I/O driver: the [`Driver`] that the holder of the driver role turns, and
     /// the [`Handle`] everyone else registers with.
@@ -134,22 +138,22 @@ mod runtime_io {
             &self.handle
         }
 
-        /// One turn (see [`Driver::turn`]) by the holder of the driver role. Returns the
-        /// events delivered; an OS error (a signal, `EINTR`) counts as a turn that delivered
-        /// nothing: the caller's loop looks for work and parks again.
-        pub(crate) fn turn(&self, timeout: Option<Duration>) -> usize {
+        /// One turn (see [`Driver::turn`]) by the holder of the driver role, which wakes
+        /// `wakers` after it (see [`WakeList`]). Returns the events delivered; an OS error
+        /// (a signal, `EINTR`) counts as a turn that delivered nothing: the caller's loop
+        /// looks for work and parks again.
+        pub(crate) fn turn(&self, timeout: Option<Duration>, wakers: &mut WakeList) -> usize {
             let mut driver = match self.driver.try_lock() {
                 Ok(driver) => driver,
-                // The wakers (user code) do run under this lock, inside `turn`, but each in
-                // its own panic boundary, and none can reach this lock (only the holder of
-                // the driver role turns): a poisoned lock still holds a consistent driver.
+                // No user code runs under this lock (the wakers run after the turn), and a
+                // turn leaves the driver consistent at every step: a poisoned lock is usable.
                 Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
                 Err(TryLockError::WouldBlock) => {
                     debug_assert!(false, "two holders of the driver role");
                     return 0;
                 }
             };
-            driver.turn(timeout).unwrap_or(0)
+            driver.turn(timeout, wakers).unwrap_or(0)
         }
 
         /// Registered sources alive now.

@@ -248,11 +248,47 @@ impl Woken {
         count
     }
 
+    /// Moves them onto `list`, to be woken later by whoever holds it.
+    pub(crate) fn into_list(self, list: &mut WakeList) {
+        list.0
+            .extend([self.reader, self.writer].into_iter().flatten());
+    }
+
     /// Drops them unwoken (a retired slot's), each in a panic boundary.
     pub(crate) fn drop_contained(self) {
         for waker in [self.reader, self.writer].into_iter().flatten() {
             drop_quietly(waker);
         }
+    }
+}
+
+/// Wakers that a turn of the I/O driver took from the sources it found ready, for the
+/// worker that turned it to wake once it has left the turn: after its park in the driver
+/// has settled, when the sleep protocol counts it as unparked again, and outside the
+/// driver's lock. A waker is user code: one that waits (in `join`, say) parks its worker,
+/// and inside the park that worker still counted as parked in the driver, so the wake of
+/// that wait went to the poller instead of the worker, and it slept for good with the driver
+/// role held (found in the review of issue 19; `tests/net_adversarial.rs`).
+#[must_use = "wakers are woken by `wake_all`"]
+#[derive(Default)]
+pub(crate) struct WakeList(Vec<Waker>);
+
+impl WakeList {
+    /// Adds one waker.
+    pub(crate) fn push(&mut self, waker: Waker) {
+        self.0.push(waker);
+    }
+
+    /// Wakes every waker, each in a panic boundary (a panicking waker costs its own wake,
+    /// not the worker's thread nor the other wakers). Returns how many.
+    pub(crate) fn wake_all(self) -> usize {
+        let count = self.0.len();
+        for waker in self.0 {
+            if let Err(payload) = halt_unwinding(|| waker.wake()) {
+                drop_quietly(payload);
+            }
+        }
+        count
     }
 }
 

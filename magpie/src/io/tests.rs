@@ -45,7 +45,9 @@ fn turn_until(driver: &mut Driver, mut done: impl FnMut() -> bool) -> usize {
     let mut delivered = 0;
     while !done() {
         assert!(Instant::now() < deadline, "no event within 5 s");
-        delivered += driver.turn(Some(Duration::from_millis(10))).unwrap();
+        delivered += driver
+            .turn_and_wake(Some(Duration::from_millis(10)))
+            .unwrap();
     }
     delivered
 }
@@ -85,7 +87,7 @@ fn readable_after_the_peer_writes_wakes_the_waiter_exactly_once() {
     let waker = Arc::new(CountingWaker::default());
 
     // Registered before any event: pending, waker stored.
-    assert_eq!(driver.turn(Some(Duration::ZERO)).unwrap(), 0);
+    assert_eq!(driver.turn_and_wake(Some(Duration::ZERO)).unwrap(), 0);
     assert!(poll_read(&registration, &waker).is_pending());
 
     client.write_all(b"hello").unwrap();
@@ -99,7 +101,12 @@ fn readable_after_the_peer_writes_wakes_the_waiter_exactly_once() {
 
     // More turns, no new edge: no second wake.
     for _ in 0..3 {
-        assert_eq!(driver.turn(Some(Duration::from_millis(5))).unwrap(), 0);
+        assert_eq!(
+            driver
+                .turn_and_wake(Some(Duration::from_millis(5)))
+                .unwrap(),
+            0
+        );
     }
     assert_eq!(waker.wakes(), 1, "woken exactly once");
     assert_eq!(drain(&mut server), 5);
@@ -173,7 +180,12 @@ fn a_reused_slot_never_gets_the_old_sources_readiness() {
     // Give the OS time to report the old source; nothing may reach the new owner.
     let deadline = Instant::now() + Duration::from_millis(100);
     while Instant::now() < deadline {
-        assert_eq!(driver.turn(Some(Duration::from_millis(10))).unwrap(), 0);
+        assert_eq!(
+            driver
+                .turn_and_wake(Some(Duration::from_millis(10)))
+                .unwrap(),
+            0
+        );
     }
     assert_eq!(
         waker.wakes(),
@@ -212,7 +224,7 @@ fn unpark_from_another_thread_ends_a_blocking_turn() {
         handle.unpark().unwrap();
     });
     assert_eq!(
-        driver.turn(None).unwrap(),
+        driver.turn_and_wake(None).unwrap(),
         0,
         "the waker's event is not a delivery"
     );
@@ -221,7 +233,7 @@ fn unpark_from_another_thread_ends_a_blocking_turn() {
     // An unpark before the turn ends the next turn at once.
     let (mut driver, handle) = self::driver();
     handle.unpark().unwrap();
-    assert_eq!(driver.turn(None).unwrap(), 0);
+    assert_eq!(driver.turn_and_wake(None).unwrap(), 0);
 }
 
 #[test]
@@ -251,7 +263,12 @@ fn shutdown_fails_pending_and_later_polls_and_registrations() {
     // Turns deliver nothing more; registrations are refused.
     let (_c2, mut s2) = pair();
     assert!(handle.register(&mut s2, Interest::READABLE).is_err());
-    assert_eq!(driver.turn(Some(Duration::from_millis(5))).unwrap(), 0);
+    assert_eq!(
+        driver
+            .turn_and_wake(Some(Duration::from_millis(5)))
+            .unwrap(),
+        0
+    );
     assert_eq!(handle.shutdown(), 0, "idempotent");
     drop(registration);
 }
@@ -317,7 +334,11 @@ fn a_panicking_waker_is_contained() {
     client.write_all(b"x").unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     // The bomb goes off inside this turn.
-    while driver.turn(Some(Duration::from_millis(10))).unwrap() == 0 {
+    while driver
+        .turn_and_wake(Some(Duration::from_millis(10)))
+        .unwrap()
+        == 0
+    {
         assert!(Instant::now() < deadline, "no event within 5 s");
     }
     let counting = Arc::new(CountingWaker::default());

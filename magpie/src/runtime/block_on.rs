@@ -64,13 +64,21 @@ pub(crate) fn block_on_thread<F: Future>(future: F, what: &str) -> F::Output {
     });
     let waker = Waker::from(signal.clone());
     let mut cx = Context::from_waker(&waker);
+    // Inside `block_in_place` on a worker (the only case `assert_not_on_worker` lets
+    // through), the wait turns that runtime's drivers: nobody else may be left to.
+    // SAFETY: a non-null current worker is live while its thread runs work, this call
+    // included.
+    let blocked_worker = unsafe { WorkerThread::current().as_ref() };
     loop {
         if let Poll::Ready(output) = coop::with_budget(|| future.as_mut().poll(&mut cx)) {
             return output;
         }
         // Acquire: pairs with the Release swap in `wake_by_ref`.
         while !signal.woken.swap(false, Acquire) {
-            thread::park();
+            match blocked_worker {
+                Some(worker) => worker.wait_blocked_on(),
+                None => thread::park(),
+            }
         }
     }
 }

@@ -47,11 +47,14 @@ fn current_entered() -> Option<Arc<Registry>> {
 /// tasks. Every such task was cancelled before the shutdown told the workers to stop
 /// (`Runtime::shutdown` cancels, then terminates), and is dropped when this poll returns: a
 /// timer it files now would never be needed, and filing it elsewhere would start the global
-/// runtime for nothing.
+/// runtime for nothing. Not inside `block_in_place`: the polling word still names the task
+/// there, but what polls is a `block_on` in the closure, which must go on (its timers move
+/// to the global runtime, time/sleep.rs).
 pub(crate) fn in_task_of_terminating_runtime() -> bool {
     // SAFETY: a non-null current worker is live for the duration of this call.
-    unsafe { WorkerThread::current().as_ref() }
-        .is_some_and(|worker| worker.is_polling_task() && worker.registry().is_terminating())
+    unsafe { WorkerThread::current().as_ref() }.is_some_and(|worker| {
+        worker.is_polling_task() && !worker.is_blocking() && worker.registry().is_terminating()
+    })
 }
 
 /// Makes `registry` the current runtime of this thread until the guard drops.

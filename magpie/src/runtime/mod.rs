@@ -785,7 +785,14 @@ impl Runtime {
         };
         let _ = registry.blocking.shutdown(blocking_deadline);
         if workers_done {
+            let me = crate::sync::thread::current().id();
             for handle in threads {
+                // Dropped on the stall monitor's thread (the last handle, dropped in an
+                // `on_stall` hook): joining it would fail (EDEADLK), and std panics then. It
+                // exits on its own once this hook returns.
+                if handle.thread().id() == me {
+                    continue;
+                }
                 // Workers catch every user panic; an `Err` here means magpie itself aborted.
                 let _ = handle.join();
             }

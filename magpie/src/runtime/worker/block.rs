@@ -34,7 +34,9 @@
 //!    runs: a waker it fires (a timer's, or an I/O source's, possibly another executor's).
 //!    A waker that blocks, with or without `block_in_place`, holds the role up until it
 //!    returns, as it holds up the rest of that turn; wakers are expected not to block, and
-//!    we neither panic there nor try to give the role up from under the turn.
+//!    we neither panic there nor try to give the role up from under the turn. A
+//!    `block_on` in the closure turns the drivers itself while it waits
+//!    ([`WorkerThread::wait_blocked_on`]): the other workers may all be blocked too.
 //!
 //! With one worker (or when every other worker is busy or blocked), nobody runs the handed
 //! tasks until the closure returns: they wait, as they would have in the worker's own
@@ -62,7 +64,55 @@ impl WorkerThread {
     pub(crate) fn is_blocking(&self) -> bool {
         self.tasks.blocking.get() != 0
     }
+
+    /// One wait of a `block_on` that runs inside `block_in_place` on this worker, between
+    /// two polls of its future; returns when the future may have been woken, or when the
+    /// drivers need another turn. The caller loops until its waker fired.
+    ///
+    /// What the `block_on` waits for may be a timer or a socket of this runtime, and every
+    /// other worker may be inside `block_in_place` too (or the pool has one worker): then
+    /// nobody fires the timers or takes readiness (parked workers drive, busy ones turn the
+    /// drivers at maintenance, blocked ones do neither), and the wait would last for good.
+    /// So this thread, blocked anyway, turns them itself without blocking when nobody holds
+    /// the driver role (`poll_drivers`), then sleeps until the next deadline, or at most
+    /// [`BLOCKED_IO_POLL`] while sources are registered: readiness wakes the holder of the
+    /// role through the poller, and this thread does not hold it while it sleeps. With no
+    /// timer and no source it sleeps until its waker unparks it.
+    pub(crate) fn wait_blocked_on(&self) {
+        #[cfg(any(loom, shuttle))]
+        crate::sync::thread::park();
+        #[cfg(not(any(loom, shuttle)))]
+        {
+            let registry = &*self.registry;
+            self.poll_drivers(crate::sync::time::now());
+            let timer = registry
+                .timers
+                .park_timeout()
+                // A deadline that is due but was not fired: another thread holds the role
+                // and is about to. Not a spin while it does.
+                .map(|t| t.max(BLOCKED_MIN_WAIT));
+            let timeout = if registry.io_live() > 0 {
+                Some(timer.map_or(BLOCKED_IO_POLL, |t| t.min(BLOCKED_IO_POLL)))
+            } else {
+                timer
+            };
+            match timeout {
+                Some(timeout) => std::thread::park_timeout(timeout),
+                None => std::thread::park(),
+            }
+        }
+    }
 }
+
+/// How often a `block_on` inside `block_in_place` turns the I/O driver while its runtime
+/// has sources registered (`WorkerThread::wait_blocked_on`): the latency of readiness it
+/// waits for when every worker is blocked.
+#[cfg(not(any(loom, shuttle)))]
+const BLOCKED_IO_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The shortest sleep of that wait, for a deadline another thread is about to fire.
+#[cfg(not(any(loom, shuttle)))]
+const BLOCKED_MIN_WAIT: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// One `block_in_place` on a worker: set up by `enter`, undone by `drop`, also on unwind, so
 /// that a panic in the closure leaves the worker as it was.

@@ -205,10 +205,10 @@ impl<'w> IdleLoop<'w> {
             Kind::Park
         };
         worker.trace_event(park_kind, 0);
-        let wake = if driving {
+        let (wake, io_wakers) = if driving {
             self.park_in_driver(timeout)
         } else {
-            registry.sleep.park(worker.index, timeout)
+            (registry.sleep.park(worker.index, timeout), None)
         };
         let now = counters.end_park(|| registry.uptime_ns());
         worker.tasks.clock_ns.set(now);
@@ -217,13 +217,11 @@ impl<'w> IdleLoop<'w> {
         self.woken = true;
         self.worked = false;
         if driving {
-            // Readiness delivered in the turn woke its tasks into our ring while we were
-            // still registered as parked, so a worker that parked meanwhile as the last
-            // unparked one skipped its heavy barrier (R2') and may not have seen them, nor
-            // we its decrement. Now that we count as unparked again, publish them as any
-            // worker would (R1), if there is more than the one we run next.
-            if worker.ring.len() > 1 {
-                registry.sleep.notify_task();
+            // The readiness the turn found wakes its waiters now, back from the park (user
+            // code must not run while we count as parked: `io::WakeList`), so its tasks are
+            // queued and published (R1) as any worker's wakes are.
+            if let Some(io_wakers) = io_wakers {
+                io_wakers.wake_all();
             }
             registry.timers.fire_due();
             registry.timers.release();
@@ -241,26 +239,36 @@ impl<'w> IdleLoop<'w> {
 
     /// Parks as the holder of the driver role: in the I/O driver's `epoll_wait`, which
     /// returns on readiness, the timeout (the next timer's deadline, if any), or a
-    /// wake of this worker (`sleep/parker.rs`, "Parking in the driver"). Readiness found
-    /// there wakes its tasks, which this worker then finds in its own queue.
+    /// wake of this worker (`sleep/parker.rs`, "Parking in the driver"). Returns the wakers
+    /// of the readiness found there, for the caller to wake once the park has settled.
     #[cfg(not(loom))]
-    fn park_in_driver(&self, timeout: Option<std::time::Duration>) -> Wake {
+    fn park_in_driver(
+        &self,
+        timeout: Option<std::time::Duration>,
+    ) -> (Wake, Option<crate::io::WakeList>) {
         let worker = self.worker;
         let registry = &*worker.registry;
         bump(&worker.counters.driver_polls_blocking);
         let mut delivered = 0;
+        let mut wakers = crate::io::WakeList::default();
         let wake = registry.sleep.park_driving(worker.index, || {
-            delivered = registry.io.turn(timeout);
+            delivered = registry.io.turn(timeout, &mut wakers);
         });
         add(&worker.counters.io_events, delivered as u64);
-        wake
+        (wake, Some(wakers))
     }
 
     /// Without an I/O driver (loom models no OS; shuttle has a model of the driver,
     /// `io/fake_driver.rs`), the holder parks on its parker.
     #[cfg(loom)]
-    fn park_in_driver(&self, timeout: Option<std::time::Duration>) -> Wake {
-        self.worker.registry.sleep.park(self.worker.index, timeout)
+    fn park_in_driver(
+        &self,
+        timeout: Option<std::time::Duration>,
+    ) -> (Wake, Option<crate::io::WakeList>) {
+        (
+            self.worker.registry.sleep.park(self.worker.index, timeout),
+            None,
+        )
     }
 
     /// A worker waiting inside `join` was woken as a searcher. It never counts as one (R6),

@@ -412,8 +412,13 @@ impl WorkerThread {
         #[cfg(not(loom))]
         if io_live {
             bump(&self.counters.driver_polls_nonblocking);
-            let delivered = registry.io.turn(Some(std::time::Duration::ZERO));
+            let mut wakers = crate::io::WakeList::default();
+            let delivered = registry
+                .io
+                .turn(Some(std::time::Duration::ZERO), &mut wakers);
             add(&self.counters.io_events, delivered as u64);
+            // Outside the driver's lock, which the turn released (`io::WakeList`).
+            wakers.wake_all();
         }
         timers.fire_due();
         timers.release();
