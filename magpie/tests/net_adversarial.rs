@@ -484,3 +484,78 @@ fn refusals_and_empty_buffers() {
     });
     assert_eq!(io_sources(&rt), 0);
 }
+
+/// Several tasks wait on one direction of one socket at once: 40 acceptors on one listener
+/// (more than a direction lists before it wakes them all, so the overflow path runs), then
+/// two receivers on one UDP socket. Each acceptor gets a connection and each receiver a
+/// datagram. With one waker slot per direction, the last task to poll replaced the others'
+/// wakers, and those tasks waited for good, connections pending or not.
+#[test]
+fn many_tasks_wait_on_one_socket() {
+    use magpie::net::UdpSocket;
+    const ACCEPTORS: usize = 40;
+    let rt = common::runtime(2);
+    let listener = Arc::new(rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap());
+    let addr = listener.local_addr().unwrap();
+    let waiting: Vec<_> = (0..ACCEPTORS)
+        .map(|_| Arc::new(AtomicBool::new(false)))
+        .collect();
+    let acceptors: Vec<_> = waiting
+        .iter()
+        .map(|waiting| {
+            let listener = listener.clone();
+            rt.spawn(NoteWaiting::new(
+                async move { listener.accept().await.map(|(_, peer)| peer) },
+                waiting,
+            ))
+        })
+        .collect();
+    eventually("every acceptor waits", || {
+        waiting.iter().all(|w| w.load(SeqCst))
+    });
+    let clients: Vec<_> = (0..ACCEPTORS)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    let guard = common::deadline::Deadline::new("the acceptors", common::DEADLINE);
+    let mut peers: Vec<_> = acceptors
+        .into_iter()
+        .map(|acceptor| acceptor.join().unwrap().unwrap())
+        .collect();
+    drop(guard);
+    let mut expected: Vec<_> = clients.iter().map(|c| c.local_addr().unwrap()).collect();
+    peers.sort();
+    expected.sort();
+    assert_eq!(peers, expected, "each connection accepted once");
+
+    let socket = Arc::new(rt.block_on(UdpSocket::bind("127.0.0.1:0")).unwrap());
+    let target = socket.local_addr().unwrap();
+    let waiting: Vec<_> = (0..2).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let receivers: Vec<_> = waiting
+        .iter()
+        .map(|waiting| {
+            let socket = socket.clone();
+            rt.spawn(NoteWaiting::new(
+                async move {
+                    let mut buf = [0u8; 8];
+                    let (n, _) = socket.recv_from(&mut buf).await?;
+                    Ok::<u8, std::io::Error>(buf[..n][0])
+                },
+                waiting,
+            ))
+        })
+        .collect();
+    eventually("both receivers wait", || {
+        waiting.iter().all(|w| w.load(SeqCst))
+    });
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sender.send_to(&[1], target).unwrap();
+    sender.send_to(&[2], target).unwrap();
+    let guard = common::deadline::Deadline::new("the receivers", common::DEADLINE);
+    let mut got: Vec<u8> = receivers
+        .into_iter()
+        .map(|receiver| receiver.join().unwrap().unwrap())
+        .collect();
+    drop(guard);
+    got.sort();
+    assert_eq!(got, [1, 2]);
+}

@@ -143,8 +143,7 @@ impl Driver {
             let ready = readiness_of(event);
             if io.set_readiness(generation, slab::GENERATION_MASK, self.tick, ready) {
                 delivered += 1;
-                io.take_wakers(generation, slab::GENERATION_MASK, ready)
-                    .into_list(wakers);
+                io.take_wakers(generation, slab::GENERATION_MASK, ready, wakers);
             } else {
                 self.stale += 1;
             }

@@ -30,7 +30,7 @@
 //!    the two: either the driver's lock comes after the poller's unlock and finds the waker, or
 //!    the poller's lock comes after the driver's unlock, and its load sees the bits (the CAS
 //!    happened before the driver's lock, which happened before the poller's).
-//! 4. **Wakes follow the generation.** [`ScheduledIo::wake`] takes wakers only if the word's
+//! 4. **Wakes follow the generation.** [`ScheduledIo::take_wakers`] takes wakers only if the word's
 //!    generation, read under `waiters`, is the one the readiness was set for. A new owner
 //!    stores its waker only after the slot was reused, hence after `retire`'s CAS: a stale
 //!    wake that locks after that store reads the new generation and wakes nobody.
@@ -205,58 +205,66 @@ const fn tick_of(word: u64) -> u32 {
     (word >> TICK_SHIFT) as u32
 }
 
-/// The two waker slots. Only `waiters`' lock reaches them, and no user code runs under it.
+/// The wakers waiting on a source, one list per direction. Only `waiters`' lock reaches
+/// them, and no user code runs under it.
+///
+/// A list, not a slot: several tasks may wait on one direction of one source (acceptors
+/// sharing an `Arc<TcpListener>`, receivers sharing an `Arc<UdpSocket>`), and with one slot
+/// the last poller's waker replaced the others', so a task whose waker was replaced waited
+/// for good, readiness or not (found in the review of issue 19). A poller whose waker is
+/// already listed (`will_wake`) adds nothing, so one task polling again and again costs one
+/// entry. A future dropped while it waits leaves its waker listed until the next readiness
+/// in that direction wakes it (a wake of a task that no longer waits does nothing); so that
+/// such wakers cannot pile up on a source that stays quiet, a list that reaches
+/// [`MAX_WAITERS`] is woken in full before the next waker joins it: the tasks still waiting
+/// poll again and list themselves anew.
 #[derive(Default)]
 struct Waiters {
-    reader: Option<Waker>,
-    writer: Option<Waker>,
+    readers: Vec<Waker>,
+    writers: Vec<Waker>,
 }
 
+/// Wakers one direction of a source lists before it wakes them all (see [`Waiters`]).
+const MAX_WAITERS: usize = 32;
+
 impl Waiters {
-    fn slot(&mut self, direction: Direction) -> &mut Option<Waker> {
+    fn list(&mut self, direction: Direction) -> &mut Vec<Waker> {
         match direction {
-            Direction::Read => &mut self.reader,
-            Direction::Write => &mut self.writer,
+            Direction::Read => &mut self.readers,
+            Direction::Write => &mut self.writers,
         }
+    }
+
+    /// Takes every waker of both directions (the lists keep their capacity).
+    fn take_all(&mut self) -> Woken {
+        let mut woken = Woken::default();
+        woken.0.append(&mut self.readers);
+        woken.0.append(&mut self.writers);
+        woken
     }
 }
 
 /// Wakers taken out of a `ScheduledIo`, to be woken after its lock is released.
 #[must_use = "wakers are woken by `wake_contained`"]
 #[derive(Default)]
-pub(crate) struct Woken {
-    reader: Option<Waker>,
-    writer: Option<Waker>,
-}
+pub(crate) struct Woken(Vec<Waker>);
 
 impl Woken {
     /// How many wakers this holds.
     pub(crate) fn len(&self) -> usize {
-        usize::from(self.reader.is_some()) + usize::from(self.writer.is_some())
+        self.0.len()
     }
 
     /// Wakes them, each in a panic boundary (a waker is user code): a panicking waker costs
-    /// its own wake, not the driver's thread nor the other waker. Returns how many were
+    /// its own wake, not the driver's thread nor the other wakers. Returns how many were
     /// woken.
     pub(crate) fn wake_contained(self) -> usize {
-        let count = self.len();
-        for waker in [self.reader, self.writer].into_iter().flatten() {
-            if let Err(payload) = halt_unwinding(|| waker.wake()) {
-                drop_quietly(payload);
-            }
-        }
-        count
-    }
-
-    /// Moves them onto `list`, to be woken later by whoever holds it.
-    pub(crate) fn into_list(self, list: &mut WakeList) {
-        list.0
-            .extend([self.reader, self.writer].into_iter().flatten());
+        WakeList(self.0).wake_all()
     }
 
     /// Drops them unwoken (a retired slot's), each in a panic boundary.
     pub(crate) fn drop_contained(self) {
-        for waker in [self.reader, self.writer].into_iter().flatten() {
+        for waker in self.0 {
             drop_quietly(waker);
         }
     }
@@ -297,7 +305,7 @@ impl WakeList {
 pub(crate) struct ScheduledIo {
     /// Readiness, shutdown, generation and tick (module docs, "The word").
     word: AtomicU64,
-    /// The reader's and the writer's waker. No user code runs under this lock (module docs).
+    /// The readers' and the writers' wakers. No user code runs under this lock (module docs).
     waiters: Mutex<Waiters>,
 }
 
@@ -389,21 +397,26 @@ impl ScheduledIo {
         if let Some(event) = self.ready_event(direction) {
             return Poll::Ready(event);
         }
-        let replaced = {
+        let overflow = {
             let mut waiters = lock(&self.waiters);
             // Reread under the lock (invariant 3).
             if let Some(event) = self.ready_event(direction) {
                 return Poll::Ready(event);
             }
-            let slot = waiters.slot(direction);
-            match slot {
-                Some(old) if old.will_wake(cx.waker()) => None,
-                _ => slot.replace(cx.waker().clone()),
+            let list = waiters.list(direction);
+            if list.iter().any(|listed| listed.will_wake(cx.waker())) {
+                None
+            } else {
+                // Full: wake them all (see `Waiters`), after the lock.
+                let full = list.len() >= MAX_WAITERS;
+                let overflow = full.then(|| Woken(std::mem::take(list)));
+                list.push(cx.waker().clone());
+                overflow
             }
         };
-        // After the lock: dropping a waker is user code.
-        if let Some(old) = replaced {
-            drop_quietly(old);
+        // After the lock: waking is user code.
+        if let Some(overflow) = overflow {
+            overflow.wake_contained();
         }
         Poll::Pending
     }
@@ -448,34 +461,35 @@ impl ScheduledIo {
         })
     }
 
-    /// Takes the wakers that `ready` (set for `generation`) ends, unless the slot has been
-    /// retired since (invariant 4). Wake them after any lock of the caller's is released.
+    /// Moves the wakers that `ready` (set for `generation`) ends onto `list`, unless the
+    /// slot has been retired since (invariant 4). Wake them after any lock of the caller's
+    /// is released.
     pub(crate) fn take_wakers(
         &self,
         generation: u32,
         generation_mask: u32,
         ready: Readiness,
-    ) -> Woken {
+        list: &mut WakeList,
+    ) {
         let mut waiters = lock(&self.waiters);
         // Relaxed is enough here: the lock orders this load after the new owner's stores
         // (invariant 4), and the word is only ever changed by CAS.
         if generation_of(self.word.load(Relaxed)) & generation_mask != generation {
-            return Woken::default();
+            return;
         }
-        let mut woken = Woken::default();
         if !ready.intersection(Direction::Read.mask()).is_empty() {
-            woken.reader = waiters.reader.take();
+            list.0.append(&mut waiters.readers);
         }
         if !ready.intersection(Direction::Write.mask()).is_empty() {
-            woken.writer = waiters.writer.take();
+            list.0.append(&mut waiters.writers);
         }
-        woken
     }
 
     /// [`ScheduledIo::take_wakers`], then wakes them, contained. Returns how many.
     pub(crate) fn wake(&self, generation: u32, generation_mask: u32, ready: Readiness) -> usize {
-        self.take_wakers(generation, generation_mask, ready)
-            .wake_contained()
+        let mut list = WakeList::default();
+        self.take_wakers(generation, generation_mask, ready, &mut list);
+        list.wake_all()
     }
 
     /// Frees the slot for reuse: bumps the generation (wrapping in its field) and clears the
@@ -488,11 +502,7 @@ impl ScheduledIo {
             let kept = word & (SHUTDOWN | !(WORD_GENERATION_MASK | READINESS_MASK));
             Some(kept | (generation & WORD_GENERATION_MASK))
         });
-        let mut waiters = lock(&self.waiters);
-        Woken {
-            reader: waiters.reader.take(),
-            writer: waiters.writer.take(),
-        }
+        lock(&self.waiters).take_all()
     }
 
     /// Marks the source shut down (its driver is going away): every later poll is ready with
@@ -502,11 +512,7 @@ impl ScheduledIo {
         self.update(|word| (word & SHUTDOWN == 0).then_some(word | SHUTDOWN));
         // Under the lock after the CAS: a poller that stored its waker before this lock is
         // woken; one that locks after it sees the bit (invariant 3's argument).
-        let mut waiters = lock(&self.waiters);
-        Woken {
-            reader: waiters.reader.take(),
-            writer: waiters.writer.take(),
-        }
+        lock(&self.waiters).take_all()
     }
 }
 

@@ -84,9 +84,11 @@
 //! * **Cooperative budget.** Every operation that completes spends one unit of the task's
 //!   budget (128 per poll, as the other magpie futures), so a task reading a socket that is
 //!   always ready still yields to the other tasks of its worker now and then.
-//! * **One waiter per direction.** A socket has one reader slot and one writer slot: a
-//!   task may read while another writes (the halves, [`TcpStream::into_split`]), but two
-//!   tasks reading the same socket at once displace each other's waker.
+//! * **Many waiters.** Any number of tasks may wait on one socket at once, in either
+//!   direction: a task may read while another writes (the halves,
+//!   [`TcpStream::into_split`]), and several may accept on one listener or receive on one
+//!   UDP socket shared in an `Arc`. Readiness wakes every task waiting in its direction;
+//!   one gets the data, the others find `WouldBlock` and wait again.
 //! * **Cancellation.** `read`, `write`, `accept`, `recv`, `send` and the readiness waits are
 //!   cancel safe: dropping the future loses no data. `read_exact` and `write_all` are not.
 //! * **Shutdown.** When the runtime that a socket is registered with shuts down, every

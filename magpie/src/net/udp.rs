@@ -11,9 +11,8 @@ use crate::io::readiness::Direction;
 
 /// A UDP socket, registered with the current runtime's I/O driver.
 ///
-/// Every method takes `&self`: share the socket (in an `Arc`) between a task that receives
-/// and one that sends. One task at a time should wait in each direction; a second receiver
-/// displaces the first one's waker.
+/// Every method takes `&self`: share the socket (in an `Arc`) between tasks that receive
+/// and tasks that send; several may wait in each direction at once.
 ///
 /// # Examples
 ///

@@ -111,6 +111,13 @@ pub(crate) struct WorkerThread {
     /// only for the per-task counters. The trace and the histogram keep two readings per
     /// poll, so that their spans do not take in the hand-over between polls.
     chain_polls: bool,
+    /// How many `join` waits (`wait_until_cold`) are open on this worker's stack: a worker
+    /// waiting for a stolen half runs other jobs, which may wait on joins of their own. It
+    /// is a join-waiter for the sleep protocol (R6) until the outermost wait ends; when the
+    /// innermost one cleared the mark, the worker looked free while the outer wait went on,
+    /// and a wake that must reach a free worker (the timers' hand-off) could land on it and
+    /// be lost (found in the review of issue 19).
+    join_waits: Cell<u32>,
 }
 
 impl WorkerThread {
@@ -290,7 +297,11 @@ impl WorkerThread {
     #[cold]
     fn wait_until_cold(&self, latch: &SpinLatch) {
         let sleep = &self.registry.sleep;
-        sleep.set_join_waiting(self.index, true);
+        let depth = self.join_waits.get();
+        self.join_waits.set(depth + 1);
+        if depth == 0 {
+            sleep.set_join_waiting(self.index, true);
+        }
         // Tasks this worker queued are better run by someone else than wait for the join.
         if self.has_local_tasks() {
             sleep.notify_task();
@@ -322,7 +333,10 @@ impl WorkerThread {
             }
         }
         idle.found_work();
-        sleep.set_join_waiting(self.index, false);
+        self.join_waits.set(depth);
+        if depth == 0 {
+            sleep.set_join_waiting(self.index, false);
+        }
     }
 
     /// Switched off by `set_active_workers` (or, for a compensation slot, never switched on
@@ -479,6 +493,7 @@ pub(crate) fn run(seed: WorkerSeed) {
             && !seed.registry.poll_time_histogram
             && (trace.is_none() || cfg!(magpie_no_trace)),
         trace,
+        join_waits: Cell::new(0),
         index: seed.index,
         counters: seed.registry.counters[seed.index].clone(),
         rng: Cell::new(FastRand::for_worker(seed.index)),
