@@ -380,7 +380,9 @@ impl Builder {
     /// queued.
     ///
     /// A panic in the hook is caught and dropped: the spawn goes on. The hook runs inside
-    /// whatever called the spawn, so it should be quick and must not block.
+    /// whatever called the spawn, so it should be quick and must not block. A spawn refused
+    /// because the runtime is shutting down (its handle resolves as cancelled) runs neither
+    /// this hook nor the terminate hook.
     ///
     /// # Examples
     ///
@@ -416,7 +418,8 @@ impl Builder {
     /// task's hook has run.
     ///
     /// A panic in the hook is caught and dropped: the task still completes, its handle
-    /// still resolves.
+    /// still resolves. The hook may spawn (a supervisor restarting what ended): while the
+    /// runtime shuts down those spawns are refused, without hooks, so that ends.
     ///
     /// # Examples
     ///

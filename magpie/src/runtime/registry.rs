@@ -2,6 +2,7 @@
 //! idle coordinator, the live-task list, the timers, the blocking pool, the per-worker
 //! counters and the shutdown flag.
 
+use std::cell::Cell;
 use std::ptr::{self, NonNull};
 
 use crate::join::job::{JobHeader, JobRef, StackJob};
@@ -15,6 +16,7 @@ use crate::sleep::Sleep;
 use crate::stats::trace::TraceBuffer;
 use crate::stats::{bump, WorkerCounters};
 use crate::sync::atomic::*;
+use crate::sync::thread::thread_local;
 use crate::sync::{AtomicBool, AtomicUsize, StatAtomicU64 as AtomicU64};
 use crate::task::notified::{new_task, Notified, Schedule};
 use crate::task::owned::OwnedTasks;
@@ -52,6 +54,35 @@ pub(crate) struct TaskSlots {
     /// queue instead of its mailbox. A hint, written and read Relaxed: a submission that
     /// misses it lands in the mailbox, which thieves take from (`worker/block.rs`).
     pub(crate) blocking: AtomicBool,
+}
+
+thread_local! {
+    /// The task this thread is cancelling as a spawn refused before its hooks ran
+    /// (`refuse_quietly`), whose terminate hook must not run either; its address, or 0.
+    static REFUSED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Cancels `task`, a spawn refused before its spawn hook ran, without its terminate hook.
+/// Only this task's hook is skipped: its future's destructor (user code, run here) may
+/// complete other tasks, whose hooks run as usual.
+#[cold]
+fn refuse_quietly(task: Task) {
+    let address = task.raw().as_ptr().as_ptr() as usize;
+    // `try_with`: a spawn from another thread-local's destructor finds this one gone; the
+    // hook then runs, as for any refused spawn.
+    let outer = REFUSED.try_with(|refused| refused.replace(address)).ok();
+    task.shutdown();
+    if let Some(outer) = outer {
+        let _ = REFUSED.try_with(|refused| refused.set(outer));
+    }
+}
+
+/// Whether `task` is the one `refuse_quietly` is cancelling on this thread.
+fn is_refused_quietly(task: RawTask) -> bool {
+    let address = task.as_ptr().as_ptr() as usize;
+    REFUSED
+        .try_with(|refused| refused.get() == address)
+        .unwrap_or(false)
 }
 
 /// Shared by every worker of a runtime and by its `Runtime` handle.
@@ -626,6 +657,16 @@ impl Registry {
         };
         let identity = Identity::with_id(id, origin, spawned_ns, insight);
         let (task, handle) = new_task(future, self.clone(), identity);
+        if self.task_hooks_set && self.owned.is_closed() {
+            // Refused before any hook ran: the runtime shuts its tasks down. Neither hook
+            // runs for such a spawn. A terminate hook that spawns (a supervisor respawning
+            // what ends) ran again for its own refused spawn, and again, until the stack
+            // overflowed (found in the review of issue 19). A spawn refused after its spawn
+            // hook ran (the close came in between) gets its terminate hook once: a spawn from
+            // that hook finds the list closed here.
+            refuse_quietly(task);
+            return (None, handle);
+        }
         if self.task_hooks_set {
             // SAFETY: the Notified holds a reference to the task.
             self.hooks.spawned(unsafe { task.raw().header() });
@@ -861,7 +902,7 @@ impl Schedule for Arc<Registry> {
         });
         // Before the task leaves the live list, so that `wait_idle` returns only after the
         // hook of every task it waited for.
-        if self.task_hooks_set {
+        if self.task_hooks_set && !is_refused_quietly(task) {
             // SAFETY: the completer holds a reference to `task`.
             self.hooks.terminated(unsafe { task.header() });
         }

@@ -349,6 +349,13 @@ impl OwnedTasks {
         self.shards.iter().map(|slot| slot.count.live()).sum()
     }
 
+    /// Whether the list is closed (the runtime shuts its tasks down). Relaxed, a shortcut as
+    /// in `bind`: a thread that saw a shard closed under its lock (a `bind` that failed)
+    /// sees this set too, since `close_and_take_all` sets it before it locks any shard.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Relaxed)
+    }
+
     /// True when no task is linked, read in the SeqCst order that `IdleWait` relies on: see
     /// [`all_idle`].
     pub(crate) fn is_empty_seqcst(&self) -> bool {
