@@ -16,6 +16,7 @@
 //! --input` file that cannot be read or drawn. Any other failure exits with status 1 and a
 //! `magpie: <message>`.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -126,12 +127,14 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) | Err(Failure::ClosedPipe) => ExitCode::SUCCESS,
+        // `writeln!`, not `eprintln!`, which panics (exit 101) when stderr cannot be
+        // written: the exit code still says what happened.
         Err(Failure::Usage(message)) => {
-            eprintln!("magpie: {message}");
+            let _ = writeln!(std::io::stderr(), "magpie: {message}");
             ExitCode::from(2)
         }
         Err(Failure::Run(message)) => {
-            eprintln!("magpie: {message}");
+            let _ = writeln!(std::io::stderr(), "magpie: {message}");
             ExitCode::FAILURE
         }
     }

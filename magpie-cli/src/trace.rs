@@ -53,8 +53,10 @@ pub(crate) struct TraceArgs {
 
 #[derive(Debug, serde::Serialize)]
 struct Report {
-    trace: PathBuf,
-    svg: PathBuf,
+    /// Paths as text (lossy): JSON has no way to say a path that is not UTF-8, and the
+    /// report must not fail for one that the run itself handled.
+    trace: String,
+    svg: String,
     svg_bytes: usize,
     workers: usize,
     duration_us: f64,
@@ -104,6 +106,16 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
         Source::Input(_) => Failure::Usage(message),
         Source::Record { .. } => Failure::Run(message),
     };
+    // A device or a FIFO (`--input /dev/zero`) would be read until memory runs out, or
+    // forever: only a regular file is a trace.
+    if let Source::Input(input) = source {
+        if std::fs::metadata(input).is_ok_and(|m| !m.is_file()) {
+            return Err(Failure::Usage(format!(
+                "--input {}: is not a regular file",
+                input.display()
+            )));
+        }
+    }
     let json = std::fs::read_to_string(&trace_path)
         .map_err(|e| failure(format!("cannot read {}: {e}", trace_path.display())))?;
     let timeline =
@@ -114,8 +126,8 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
         .map_err(|e| Failure::Run(format!("cannot write {}: {e}", svg_path.display())))?;
 
     let report = Report {
-        trace: trace_path,
-        svg: svg_path,
+        trace: trace_path.to_string_lossy().into_owned(),
+        svg: svg_path.to_string_lossy().into_owned(),
         svg_bytes: svg.len(),
         workers: timeline.workers(),
         duration_us: timeline.duration_us(),
@@ -148,12 +160,12 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
         )?;
     }
     if args.input.is_none() {
-        writeln!(out, "wrote {}", report.trace.display())?;
+        writeln!(out, "wrote {}", report.trace)?;
     }
     writeln!(
         out,
         "wrote {} ({} KiB)",
-        report.svg.display(),
+        report.svg,
         report.svg_bytes.div_ceil(1024)
     )?;
     Ok(())

@@ -718,7 +718,11 @@ impl Builder {
             Ok(value) => BarrierMode::parse(&value).ok_or(BuildError::InvalidBarrierEnv {
                 value: value.chars().take(40).collect(),
             }),
-            Err(_) => Ok(BarrierMode::Auto),
+            // Set, but not Unicode: as wrong as any other bad value, not a silent default.
+            Err(std::env::VarError::NotUnicode(value)) => Err(BuildError::InvalidBarrierEnv {
+                value: value.to_string_lossy().chars().take(40).collect(),
+            }),
+            Err(std::env::VarError::NotPresent) => Ok(BarrierMode::Auto),
         }
     }
 
@@ -730,7 +734,13 @@ impl Builder {
             Some(threshold) => threshold,
             None => match std::env::var("MAGPIE_STALL_THRESHOLD_MS") {
                 Ok(value) => stall_threshold_env(&value)?,
-                Err(_) => DEFAULT_STALL_THRESHOLD,
+                // Set, but not Unicode: an error, as for any value that is not a number.
+                Err(std::env::VarError::NotUnicode(value)) => {
+                    return Err(BuildError::InvalidStallThresholdEnv {
+                        value: value.to_string_lossy().chars().take(40).collect(),
+                    })
+                }
+                Err(std::env::VarError::NotPresent) => DEFAULT_STALL_THRESHOLD,
             },
         };
         Ok(threshold.filter(|t| !t.is_zero()))

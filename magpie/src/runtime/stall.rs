@@ -237,7 +237,12 @@ pub(crate) const RATE_LIMIT: Duration = Duration::from_secs(1);
 impl DefaultReporter {
     pub(crate) fn report(&mut self, info: &StallInfo) {
         if let Some(line) = self.line(info, Instant::now()) {
-            eprintln!("{line}");
+            // Not `eprintln!`, which panics when stderr cannot be written (a closed pipe, a
+            // full disk): that ended the monitor thread, and with it stall detection and the
+            // hand-off for good (found in the review of issue 19). A lost line is all it
+            // costs now.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
         }
     }
 

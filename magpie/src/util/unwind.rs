@@ -51,7 +51,13 @@ pub(crate) struct AbortIfPanic;
 impl Drop for AbortIfPanic {
     #[cold]
     fn drop(&mut self) {
-        eprintln!("magpie: unexpected panic inside the runtime; aborting");
+        // `writeln!`, not `eprintln!`: a panic while printing here, unwinding already, would
+        // abort without the message; this way the abort below is the only way out.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "magpie: unexpected panic inside the runtime; aborting"
+        );
         std::process::abort();
     }
 }
