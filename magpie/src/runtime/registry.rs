@@ -410,7 +410,7 @@ impl Registry {
     /// become no-ops. From now on spawns are refused (they resolve to cancelled).
     pub(crate) fn shutdown_tasks(&self) {
         for task in self.owned.close_and_take_all() {
-            // SAFETY: `close_and_take_all` handed us the list's reference to each task.
+            // SAFETY: `close_and_take_all` handed us a reference to each task.
             unsafe { task.shutdown() }
         }
     }
@@ -884,8 +884,8 @@ impl Schedule for Arc<Registry> {
         // The first unhandled panic under `ShutdownRuntime` cancels every live task, here on
         // the completing thread, as `Runtime::shutdown` does from the dropping one
         // (runtime/task_hooks.rs). The completing task itself is among them: it is RUNNING,
-        // so its shutdown only drops the list's reference, and its `release` finds it
-        // unlinked.
+        // so its shutdown only drops the reference `close_and_take_all` took, and its
+        // `release`, right after, unlinks it as any completion does.
         if self.hooks.unhandled(payload) {
             self.shutdown_tasks();
         }

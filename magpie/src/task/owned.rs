@@ -11,9 +11,10 @@
 //!    ([`OwnedTasks::shard_of`] is a function of the task's address, so a task always maps
 //!    to the same shard).
 //! 2. While a task is linked, the list holds one of its references (taken in
-//!    [`OwnedTasks::bind`]), so a linked task is always allocated. Whoever unlinks it takes
-//!    that reference over: the completer ([`OwnedTasks::remove`] answers true) or shutdown
-//!    ([`OwnedTasks::close_and_take_all`]).
+//!    [`OwnedTasks::bind`]), so a linked task is always allocated. Only its completer unlinks
+//!    it, and takes that reference over ([`OwnedTasks::remove`] answers true); shutdown
+//!    ([`OwnedTasks::close_and_take_all`]) leaves every task linked, and counted, until it
+//!    completes.
 //! 3. Once a shard is closed, `bind` refuses every task, so after
 //!    [`OwnedTasks::close_and_take_all`] no task is ever linked again.
 //! 4. A shard's [`ShardCount`] counts the tasks linked in it now (`live`) and ever
@@ -276,8 +277,14 @@ impl OwnedTasks {
         true
     }
 
-    /// Closes the list (invariant 3) and unlinks every task, handing the caller the list's
-    /// reference to each.
+    /// Closes the list (invariant 3) and hands the caller a reference of its own to every
+    /// task linked now, for the shutdown to cancel each. The tasks stay linked, and counted:
+    /// each leaves the list as any task does, in its completion (`Schedule::release`), so a
+    /// `wait_idle` during a shutdown of the tasks (an unhandled panic under
+    /// `UnhandledPanic::ShutdownRuntime` leaves the runtime running) returns only once their
+    /// cancelled futures are dropped and their terminate hooks have run. When this unlinked
+    /// them and zeroed the counts at once, `wait_idle` could return before (found in the
+    /// review of issue 19).
     pub(crate) fn close_and_take_all(&self) -> Vec<RawTask> {
         // Relaxed: see `bind`.
         self.closed.store(true, Relaxed);
@@ -285,17 +292,13 @@ impl OwnedTasks {
         for slot in self.shards.iter() {
             let mut shard = lock(&slot.shard);
             shard.closed = true;
-            let before = tasks.len();
-            while let Some(head) = shard.head {
-                // SAFETY: invariant 1 (the lock) and invariant 2 (a linked task is live).
-                let unlinked = unsafe { Self::unlink(&mut shard, head) };
-                debug_assert!(unlinked);
-                // SAFETY: `head` was linked, so it is a task pointer.
-                tasks.push(unsafe { RawTask::from_ptr(head) });
+            for header in Self::linked(&shard) {
+                // The caller's reference; the list keeps its own until the task completes.
+                header.state.ref_inc();
+                // SAFETY: a linked header is a task's (invariant 2 keeps it allocated while
+                // the lock is held; the reference just taken keeps it after).
+                tasks.push(unsafe { RawTask::from_ptr(NonNull::from(header)) });
             }
-            // Each of these tasks is then shut down by the caller, and its completion
-            // (`Harness::complete`, through `release`) tells `wait_idle`.
-            slot.count.unlink(tasks.len() - before);
         }
         tasks
     }
