@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::any::Any;
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc;
@@ -62,17 +61,7 @@ fn make(call: Call) -> Result<(), String> {
             assert_eq!((0..1000u64).into_par_iter().sum::<u64>(), 499_500);
         }
     }))
-    .map_err(|payload| message(&*payload))
-}
-
-fn message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(a payload that is not a string)".to_owned()
-    }
+    .map_err(|payload| common::payload_text(&*payload))
 }
 
 /// Sends when the first step of `rt`'s shutdown begins: a pending task's future is dropped.

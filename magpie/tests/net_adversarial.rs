@@ -330,14 +330,11 @@ fn a_waker_that_drops_the_runtime_inside_the_driver_turn() {
         Poll::Ready(Ok(1)) | Poll::Ready(Err(_)) => {}
         other => panic!("unexpected {other:?}"),
     }
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(other.join());
-    });
-    let result = rx
-        .recv_timeout(HANG)
-        .expect("a read waiting on a plain thread was not ended by the shutdown")
-        .expect("the plain thread panicked");
+    let result = join_within(
+        other,
+        "a read waiting on a plain thread was not ended by the shutdown",
+    )
+    .expect("the plain thread panicked");
     assert!(result.is_err(), "a read on a shut-down driver succeeded");
 }
 
@@ -380,14 +377,11 @@ fn reads_waiting_from_elsewhere_end_when_the_sockets_runtime_drops() {
         b_waits.load(SeqCst) && t_waits.load(SeqCst)
     });
     drop(a_rt);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(b_reader.join());
-    });
-    let b_result = rx
-        .recv_timeout(HANG)
-        .expect("B's task still waits on a socket of a dropped runtime")
-        .expect("B's task failed");
+    let b_result = join_within(
+        b_reader,
+        "B's task still waits on a socket of a dropped runtime",
+    )
+    .expect("B's task failed");
     assert!(b_result.is_err(), "{b_result:?}");
     let t_result = t_rx
         .recv_timeout(HANG)
@@ -558,4 +552,31 @@ fn many_tasks_wait_on_one_socket() {
     drop(guard);
     got.sort();
     assert_eq!(got, [1, 2]);
+}
+
+/// Joins `handle` (a thread's or a task's, anything with a blocking `join`) from another
+/// thread, failing with `what` if it has not returned within [`HANG`].
+fn join_within<T: Send + 'static>(handle: impl Joinable<T>, what: &str) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(handle.join_blocking());
+    });
+    rx.recv_timeout(HANG).expect(what)
+}
+
+/// What [`join_within`] joins.
+trait Joinable<T>: Send + 'static {
+    fn join_blocking(self) -> T;
+}
+
+impl<T: Send + 'static> Joinable<std::thread::Result<T>> for std::thread::JoinHandle<T> {
+    fn join_blocking(self) -> std::thread::Result<T> {
+        self.join()
+    }
+}
+
+impl<T: Send + 'static> Joinable<Result<T, magpie::JoinError>> for magpie::JoinHandle<T> {
+    fn join_blocking(self) -> Result<T, magpie::JoinError> {
+        self.join()
+    }
 }

@@ -150,7 +150,7 @@ fn a_runtime_dropped_in_its_own_stall_hook_does_not_panic() {
                     // Lets the stalled closure return, so that the workers can exit.
                     hook_ran.store(true, SeqCst);
                     let outcome = catch_unwind(AssertUnwindSafe(|| drop(rt)))
-                        .map_err(|payload| payload_text(&*payload));
+                        .map_err(|payload| common::payload_text(&*payload));
                     tx.lock().unwrap().send(outcome).unwrap();
                 }
             })
@@ -169,16 +169,6 @@ fn a_runtime_dropped_in_its_own_stall_hook_does_not_panic() {
         .recv_timeout(HANG)
         .expect("the stall hook never dropped the runtime");
     assert_eq!(outcome, Ok(()), "dropping the runtime in its stall hook");
-}
-
-fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(not a string)".to_owned()
-    }
 }
 
 /// The last handle of a runtime, dropped by a task of that runtime from inside `join`,
@@ -564,7 +554,7 @@ fn block_on_of_another_runtime_inside_a_task_panics_clearly() {
     let err = a
         .block_on(a.spawn(async move { inner.block_on(async { 1 }) }))
         .unwrap_err();
-    let message = payload_text(&*err.into_panic());
+    let message = common::payload_text(&*err.into_panic());
     assert!(
         message.contains("called on a worker thread"),
         "unexpected message: {message}"

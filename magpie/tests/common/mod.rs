@@ -50,12 +50,21 @@ pub(crate) fn fib_sequential(n: u64) -> u64 {
 /// Runs `f`, expecting it to panic, and returns the payload as a string.
 pub(crate) fn panic_message(f: impl FnOnce()) -> String {
     let payload = panic::catch_unwind(AssertUnwindSafe(f)).expect_err("expected a panic");
+    assert!(
+        payload.is::<&'static str>() || payload.is::<String>(),
+        "panic payload is neither &str nor String"
+    );
+    payload_text(&*payload)
+}
+
+/// A panic payload as text: the message of a `&str` or `String` payload, else a placeholder.
+pub(crate) fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&'static str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {
         s.clone()
     } else {
-        panic!("panic payload is neither &str nor String")
+        "(a payload that is not a string)".to_owned()
     }
 }
 
