@@ -14,7 +14,7 @@ mod net_support;
 
 use std::future::Future;
 use std::io::ErrorKind;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -240,13 +240,9 @@ fn panicking_wakers_are_contained() {
     let mut buf = [0u8; 8];
     {
         let mut read = pin!(a.read(&mut buf));
-        // A waker whose drop panics is stored, then replaced (and dropped) by the next poll.
-        let dropping = Waker::from(Arc::new(PanicOnDrop(AtomicUsize::new(0))));
-        assert!(read
-            .as_mut()
-            .poll(&mut Context::from_waker(&dropping))
-            .is_pending());
-        drop(dropping);
+        // A waker whose drop panics is listed; the next poll's waker joins it, and the
+        // readiness wakes (and so drops) both.
+        poll_pending_with_a_waker_whose_drop_panics(read.as_mut());
         let mut cx = Context::from_waker(&panicking);
         assert!(read.as_mut().poll(&mut cx).is_pending());
         rt.block_on(b.write_all(b"x")).unwrap();
@@ -258,12 +254,7 @@ fn panicking_wakers_are_contained() {
     // Stored when the stream is dropped: the registration drops it.
     {
         let mut read = pin!(a.read(&mut buf));
-        let dropping = Waker::from(Arc::new(PanicOnDrop(AtomicUsize::new(0))));
-        assert!(read
-            .as_mut()
-            .poll(&mut Context::from_waker(&dropping))
-            .is_pending());
-        drop(dropping);
+        poll_pending_with_a_waker_whose_drop_panics(read.as_mut());
     }
     drop(a);
     // And a panicking waker stored when the runtime shuts down.
@@ -579,4 +570,12 @@ impl<T: Send + 'static> Joinable<Result<T, magpie::JoinError>> for magpie::JoinH
     fn join_blocking(self) -> Result<T, magpie::JoinError> {
         self.join()
     }
+}
+
+/// Polls `read` once with a waker whose drop panics, expecting it to wait (the waker stays
+/// with the source).
+fn poll_pending_with_a_waker_whose_drop_panics<F: Future>(read: Pin<&mut F>) {
+    let dropping = Waker::from(Arc::new(PanicOnDrop(AtomicUsize::new(0))));
+    assert!(read.poll(&mut Context::from_waker(&dropping)).is_pending());
+    drop(dropping);
 }

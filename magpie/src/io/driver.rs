@@ -262,7 +262,7 @@ impl Handle {
     pub(crate) fn shutdown(&self) -> usize {
         let woken = self.shared.slab.shutdown();
         // After the slab's lock: waking is user code.
-        woken.into_iter().map(|w| w.wake_contained()).sum()
+        woken.into_iter().map(|w| w.wake_all()).sum()
     }
 
     /// Registrations alive.

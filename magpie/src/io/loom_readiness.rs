@@ -130,7 +130,7 @@ fn loom_io_shutdown_races_poll() {
         let waker = CountingWaker::new();
         let closer = {
             let io = io.clone();
-            loom::thread::spawn(move || io.shutdown().wake_contained())
+            loom::thread::spawn(move || io.shutdown().wake_all())
         };
         let polled = poll_read(&io, &waker);
         let woken = closer.join().unwrap();

@@ -40,7 +40,7 @@
 //!
 //! No user code runs under `waiters`: a waker's `wake` and `drop` are user code, so wakers
 //! leave the slots under the lock and are woken or dropped after it is released, each inside
-//! a panic boundary ([`Woken::wake_contained`]).
+//! a panic boundary ([`WakeList::wake_all`]).
 
 use std::fmt;
 use std::task::{Context, Poll, Waker};
@@ -236,47 +236,23 @@ impl Waiters {
     }
 
     /// Takes every waker of both directions (the lists keep their capacity).
-    fn take_all(&mut self) -> Woken {
-        let mut woken = Woken::default();
-        woken.0.append(&mut self.readers);
-        woken.0.append(&mut self.writers);
-        woken
+    fn take_all(&mut self) -> WakeList {
+        let mut taken = WakeList::default();
+        taken.0.append(&mut self.readers);
+        taken.0.append(&mut self.writers);
+        taken
     }
 }
 
-/// Wakers taken out of a `ScheduledIo`, to be woken after its lock is released.
-#[must_use = "wakers are woken by `wake_contained`"]
-#[derive(Default)]
-pub(crate) struct Woken(Vec<Waker>);
-
-impl Woken {
-    /// How many wakers this holds.
-    pub(crate) fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Wakes them, each in a panic boundary (a waker is user code): a panicking waker costs
-    /// its own wake, not the driver's thread nor the other wakers. Returns how many were
-    /// woken.
-    pub(crate) fn wake_contained(self) -> usize {
-        WakeList(self.0).wake_all()
-    }
-
-    /// Drops them unwoken (a retired slot's), each in a panic boundary.
-    pub(crate) fn drop_contained(self) {
-        for waker in self.0 {
-            drop_quietly(waker);
-        }
-    }
-}
-
-/// Wakers that a turn of the I/O driver took from the sources it found ready, for the
-/// worker that turned it to wake once it has left the turn: after its park in the driver
-/// has settled, when the sleep protocol counts it as unparked again, and outside the
-/// driver's lock. A waker is user code: one that waits (in `join`, say) parks its worker,
-/// and inside the park that worker still counted as parked in the driver, so the wake of
-/// that wait went to the poller instead of the worker, and it slept for good with the driver
-/// role held (found in the review of issue 19; `tests/net_adversarial.rs`).
+/// Wakers taken out of sources, to be woken (or dropped) by whoever holds the list once no
+/// lock of the runtime is held: every waker is user code.
+///
+/// A driver turn fills one for the worker that turned it, which wakes it after its park in
+/// the driver has settled, when the sleep protocol counts it as unparked again. A waker
+/// that waits (in `join`, say) parks its worker, and while the wakers ran inside the turn
+/// that worker still counted as parked in the driver, so the wake of that wait went to the
+/// poller instead of the worker, and it slept for good with the driver role held (found in
+/// the review of issue 19; `tests/net_adversarial.rs`).
 #[must_use = "wakers are woken by `wake_all`"]
 #[derive(Default)]
 pub(crate) struct WakeList(Vec<Waker>);
@@ -287,8 +263,13 @@ impl WakeList {
         self.0.push(waker);
     }
 
+    /// How many wakers this holds.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// Wakes every waker, each in a panic boundary (a panicking waker costs its own wake,
-    /// not the worker's thread nor the other wakers). Returns how many.
+    /// not the caller's thread nor the other wakers). Returns how many.
     pub(crate) fn wake_all(self) -> usize {
         let count = self.0.len();
         for waker in self.0 {
@@ -297,6 +278,13 @@ impl WakeList {
             }
         }
         count
+    }
+
+    /// Drops them unwoken (a retired slot's), each in a panic boundary.
+    pub(crate) fn drop_contained(self) {
+        for waker in self.0 {
+            drop_quietly(waker);
+        }
     }
 }
 
@@ -397,10 +385,17 @@ impl ScheduledIo {
         if let Some(event) = self.ready_event(direction) {
             return Poll::Ready(event);
         }
+        // Cloned before the lock: a waker's `clone` is user code, and one that panicked or
+        // polled this source again must not do it under `waiters`.
+        let mut waker = Some(cx.waker().clone());
         let overflow = {
             let mut waiters = lock(&self.waiters);
             // Reread under the lock (invariant 3).
             if let Some(event) = self.ready_event(direction) {
+                drop(waiters);
+                if let Some(unused) = waker {
+                    drop_quietly(unused);
+                }
                 return Poll::Ready(event);
             }
             let list = waiters.list(direction);
@@ -409,14 +404,17 @@ impl ScheduledIo {
             } else {
                 // Full: wake them all (see `Waiters`), after the lock.
                 let full = list.len() >= MAX_WAITERS;
-                let overflow = full.then(|| Woken(std::mem::take(list)));
-                list.push(cx.waker().clone());
+                let overflow = full.then(|| WakeList(std::mem::take(list)));
+                list.extend(waker.take());
                 overflow
             }
         };
-        // After the lock: waking is user code.
+        // After the lock: waking and dropping are user code.
         if let Some(overflow) = overflow {
-            overflow.wake_contained();
+            overflow.wake_all();
+        }
+        if let Some(unused) = waker {
+            drop_quietly(unused);
         }
         Poll::Pending
     }
@@ -496,7 +494,7 @@ impl ScheduledIo {
     /// readiness in one CAS (invariant 1), then takes both wakers (the old owner's; it is
     /// gone). Returns them, to be dropped after any lock of the caller's. The shutdown bit
     /// and the tick stay.
-    pub(crate) fn retire(&self) -> Woken {
+    pub(crate) fn retire(&self) -> WakeList {
         self.update(|word| {
             let generation = (generation_of(word).wrapping_add(1) as u64) << GENERATION_SHIFT;
             let kept = word & (SHUTDOWN | !(WORD_GENERATION_MASK | READINESS_MASK));
@@ -508,7 +506,7 @@ impl ScheduledIo {
     /// Marks the source shut down (its driver is going away): every later poll is ready with
     /// `ERROR` and `shutdown` (invariant 5). Returns the waiting wakers, to be woken after
     /// any lock of the caller's. Idempotent.
-    pub(crate) fn shutdown(&self) -> Woken {
+    pub(crate) fn shutdown(&self) -> WakeList {
         self.update(|word| (word & SHUTDOWN == 0).then_some(word | SHUTDOWN));
         // Under the lock after the CAS: a poller that stored its waker before this lock is
         // woken; one that locks after it sees the bit (invariant 3's argument).
@@ -516,9 +514,11 @@ impl ScheduledIo {
     }
 }
 
-impl fmt::Debug for Woken {
+impl fmt::Debug for WakeList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Woken").field("len", &self.len()).finish()
+        f.debug_struct("WakeList")
+            .field("len", &self.len())
+            .finish()
     }
 }
 

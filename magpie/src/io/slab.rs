@@ -25,7 +25,7 @@
 
 use std::collections::VecDeque;
 
-use super::readiness::{ScheduledIo, Woken, WORD_GENERATION_BITS};
+use super::readiness::{ScheduledIo, WakeList, WORD_GENERATION_BITS};
 use crate::sync::atomic::Relaxed;
 use crate::sync::{lock, Arc, AtomicUsize, Mutex};
 
@@ -145,7 +145,7 @@ impl Slab {
     /// wakers, to be dropped by the caller (after this lock, which is released on return).
     ///
     /// Each allocation must be freed at most once (the registration's drop does it).
-    pub(crate) fn free(&self, index: usize) -> Woken {
+    pub(crate) fn free(&self, index: usize) -> WakeList {
         let mut synced = lock(&self.synced);
         // Retire before the slot can be handed out again: the next owner's generation is
         // the bumped one.
@@ -164,7 +164,7 @@ impl Slab {
 
     /// Refuses every later allocation and marks every slot shut down. Returns the waiting
     /// wakers, to be woken by the caller after this lock (released on return).
-    pub(crate) fn shutdown(&self) -> Vec<Woken> {
+    pub(crate) fn shutdown(&self) -> Vec<WakeList> {
         let mut synced = lock(&self.synced);
         synced.shutdown = true;
         synced.slots.iter().map(|io| io.shutdown()).collect()

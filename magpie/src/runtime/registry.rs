@@ -657,17 +657,17 @@ impl Registry {
         };
         let identity = Identity::with_id(id, origin, spawned_ns, insight);
         let (task, handle) = new_task(future, self.clone(), identity);
-        if self.task_hooks_set && self.owned.is_closed() {
-            // Refused before any hook ran: the runtime shuts its tasks down. Neither hook
-            // runs for such a spawn. A terminate hook that spawns (a supervisor respawning
-            // what ends) ran again for its own refused spawn, and again, until the stack
-            // overflowed (found in the review of issue 19). A spawn refused after its spawn
-            // hook ran (the close came in between) gets its terminate hook once: a spawn from
-            // that hook finds the list closed here.
-            refuse_quietly(task);
-            return (None, handle);
-        }
         if self.task_hooks_set {
+            if self.owned.is_closed() {
+                // Refused before any hook ran: the runtime shuts its tasks down. Neither
+                // hook runs for such a spawn. A terminate hook that spawns (a supervisor
+                // respawning what ends) ran again for its own refused spawn, and again,
+                // until the stack overflowed (found in the review of issue 19). A spawn
+                // refused after its spawn hook ran (the close came in between) gets its
+                // terminate hook once: a spawn from that hook finds the list closed here.
+                refuse_quietly(task);
+                return (None, handle);
+            }
             // SAFETY: the Notified holds a reference to the task.
             self.hooks.spawned(unsafe { task.raw().header() });
         }

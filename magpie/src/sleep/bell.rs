@@ -74,10 +74,7 @@ impl Bell {
     /// Blocks the monitor until a ring, or `timeout` (the sample period, while it samples), and
     /// consumes the ring. Returns whether it was rung.
     pub(crate) fn wait(&self, timeout: Option<Duration>) -> bool {
-        // A timeout too long for an `Instant` (`park_safety_net(Duration::MAX)`) is none:
-        // `now() + t` would panic, here, on a worker, where nothing may (found in the review
-        // of issue 19).
-        let deadline = timeout.and_then(|t| crate::sync::time::now().checked_add(t));
+        let deadline = crate::sync::time::deadline_after(timeout);
         let mut rung = lock(&self.rung);
         while !*rung {
             if deadline.is_some_and(|d| crate::sync::time::now() >= d) {

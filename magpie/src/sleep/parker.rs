@@ -69,10 +69,7 @@ impl Parker {
         // time, which shuttle does not control.
         #[cfg(shuttle)]
         let timeout: Option<Duration> = timeout.and(None);
-        // A timeout too long for an `Instant` (`park_safety_net(Duration::MAX)`) is none:
-        // `now() + t` would panic, here, on a worker, where nothing may (found in the review
-        // of issue 19).
-        let deadline = timeout.and_then(|t| crate::sync::time::now().checked_add(t));
+        let deadline = crate::sync::time::deadline_after(timeout);
         let mut tokens = lock(&self.tokens);
         while !tokens.plain && !tokens.searching {
             if deadline.is_some_and(|d| crate::sync::time::now() >= d) {

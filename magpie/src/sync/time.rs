@@ -23,6 +23,14 @@ pub(crate) fn now() -> Instant {
 #[cfg(loom)]
 pub(crate) use self::virtual_clock::{advance_to, now, reset, Instant};
 
+/// The deadline `timeout` from now, for a wait with a timeout; `None` for no timeout, and
+/// for one too long for an `Instant` (`Builder::park_safety_net(Duration::MAX)`), where
+/// `now() + timeout` would panic, on a worker or the monitor, where nothing may (found in
+/// the review of issue 19).
+pub(crate) fn deadline_after(timeout: Option<std::time::Duration>) -> Option<Instant> {
+    timeout.and_then(|t| now().checked_add(t))
+}
+
 #[cfg(loom)]
 mod virtual_clock {
     use std::cell::Cell;

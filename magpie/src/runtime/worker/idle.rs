@@ -208,7 +208,10 @@ impl<'w> IdleLoop<'w> {
         let (wake, io_wakers) = if driving {
             self.park_in_driver(timeout)
         } else {
-            (registry.sleep.park(worker.index, timeout), None)
+            (
+                registry.sleep.park(worker.index, timeout),
+                crate::io::WakeList::default(),
+            )
         };
         let now = counters.end_park(|| registry.uptime_ns());
         worker.tasks.clock_ns.set(now);
@@ -220,9 +223,7 @@ impl<'w> IdleLoop<'w> {
             // The readiness the turn found wakes its waiters now, back from the park (user
             // code must not run while we count as parked: `io::WakeList`), so its tasks are
             // queued and published (R1) as any worker's wakes are.
-            if let Some(io_wakers) = io_wakers {
-                io_wakers.wake_all();
-            }
+            io_wakers.wake_all();
             registry.timers.fire_due();
             registry.timers.release();
             self.left_driver = true;
@@ -242,10 +243,7 @@ impl<'w> IdleLoop<'w> {
     /// wake of this worker (`sleep/parker.rs`, "Parking in the driver"). Returns the wakers
     /// of the readiness found there, for the caller to wake once the park has settled.
     #[cfg(not(loom))]
-    fn park_in_driver(
-        &self,
-        timeout: Option<std::time::Duration>,
-    ) -> (Wake, Option<crate::io::WakeList>) {
+    fn park_in_driver(&self, timeout: Option<std::time::Duration>) -> (Wake, crate::io::WakeList) {
         let worker = self.worker;
         let registry = &*worker.registry;
         bump(&worker.counters.driver_polls_blocking);
@@ -255,19 +253,16 @@ impl<'w> IdleLoop<'w> {
             delivered = registry.io.turn(timeout, &mut wakers);
         });
         add(&worker.counters.io_events, delivered as u64);
-        (wake, Some(wakers))
+        (wake, wakers)
     }
 
     /// Without an I/O driver (loom models no OS; shuttle has a model of the driver,
     /// `io/fake_driver.rs`), the holder parks on its parker.
     #[cfg(loom)]
-    fn park_in_driver(
-        &self,
-        timeout: Option<std::time::Duration>,
-    ) -> (Wake, Option<crate::io::WakeList>) {
+    fn park_in_driver(&self, timeout: Option<std::time::Duration>) -> (Wake, crate::io::WakeList) {
         (
             self.worker.registry.sleep.park(self.worker.index, timeout),
-            None,
+            crate::io::WakeList::default(),
         )
     }
 
