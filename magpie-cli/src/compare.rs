@@ -95,6 +95,7 @@ struct Run {
 
 pub(crate) fn run(args: &CompareArgs, out: &mut impl Write) -> Result<(), Failure> {
     let workers = args.common.workers_or_default()?;
+    crate::check_runtime_environment()?;
     let patterns: Vec<Pattern> = match args.pattern {
         Some(p) => vec![p],
         None => Pattern::ALL.to_vec(),

@@ -11,7 +11,8 @@
 //! - `magpie tasks`: the live-task dump of a small workload (id, name, state, spawn
 //!   location, polls, poll times, age).
 //!
-//! Every subcommand takes `--workers`, `--tasks`, `--seed` and `--json`. Bad arguments exit
+//! Every subcommand takes `--workers`, `--seed` and `--json`, and all but `tasks` take
+//! `--tasks` (`tasks` runs its own small, fixed workload). Bad arguments exit
 //! with status 2 and a message, from clap or as `magpie: <message>`; so does a `trace
 //! --input` file that cannot be read or drawn. Any other failure exits with status 1 and a
 //! `magpie: <message>`.
@@ -112,6 +113,18 @@ pub(crate) fn default_workers() -> Result<usize, Failure> {
         Err(_) => None,
     };
     Ok(from_env.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())))
+}
+
+/// Fails as a runtime's build would on a bad runtime environment variable
+/// (`MAGPIE_BARRIER`, `MAGPIE_STALL_THRESHOLD_MS`), by building and dropping a one-worker
+/// runtime: for the subcommands that print a header before their first runtime, so that
+/// they fail before printing anything.
+pub(crate) fn check_runtime_environment() -> Result<(), Failure> {
+    magpie::Runtime::builder()
+        .worker_threads(1)
+        .build()
+        .map(drop)
+        .map_err(Failure::from)
 }
 
 fn main() -> ExitCode {

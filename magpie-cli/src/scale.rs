@@ -71,6 +71,7 @@ fn worker_counts(max: usize) -> Vec<usize> {
 
 pub(crate) fn run(args: &ScaleArgs, out: &mut impl Write) -> Result<(), Failure> {
     let max = args.max_workers.map_or_else(default_workers, Ok)?;
+    crate::check_runtime_environment()?;
     let workload = Workload::generate(args.pattern, args.tasks, args.seed);
     if !args.json {
         writeln!(

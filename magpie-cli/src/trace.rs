@@ -85,9 +85,10 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
             workers: traced_workers(&args.common)?,
         },
     };
-    if args.out.is_file() {
+    // Anything there but a folder (a file, `/dev/null`, a FIFO) is a bad argument.
+    if args.out.exists() && !args.out.is_dir() {
         return Err(Failure::Usage(format!(
-            "--out {}: is a file, not a folder",
+            "--out {}: is not a folder",
             args.out.display()
         )));
     }

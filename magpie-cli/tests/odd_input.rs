@@ -272,11 +272,13 @@ fn odd_output_folders_are_errors_not_panics() {
     std::fs::create_dir_all(blocked_svg.join("timeline.svg")).unwrap();
     for (out, code, says) in [
         (file.join("below-a-file"), 1, "magpie: cannot create "),
+        // A device where a folder should be is a bad argument.
         (
             PathBuf::from("/dev/null"),
-            1,
-            "magpie: cannot create /dev/null",
+            2,
+            "magpie: --out /dev/null: is not a folder",
         ),
+        (file.clone(), 2, "magpie: --out "),
         (blocked.clone(), 1, "magpie: cannot write "),
         (blocked_svg.clone(), 1, "magpie: cannot write "),
     ] {
@@ -380,17 +382,21 @@ fn bad_runtime_environment_variables_fail_cleanly_everywhere() {
             "MAGPIE_STALL_THRESHOLD_MS is \"-1\"",
         ),
     ] {
+        // With and without --json: no subcommand prints its header first.
         for args in smallest_runs(out.to_str().unwrap()) {
-            magpie()
-                .env(var, value)
-                .args(&args)
-                .arg("--json")
-                .assert()
-                .code(1)
-                .stdout(predicate::str::is_empty())
-                .stderr(predicate::str::starts_with(format!(
-                    "magpie: cannot start the runtime: {says}"
-                )));
+            for json in [true, false] {
+                let mut cmd = magpie();
+                cmd.env(var, value).args(&args);
+                if json {
+                    cmd.arg("--json");
+                }
+                cmd.assert()
+                    .code(1)
+                    .stdout(predicate::str::is_empty())
+                    .stderr(predicate::str::starts_with(format!(
+                        "magpie: cannot start the runtime: {says}"
+                    )));
+            }
         }
     }
     // Values that are valid, or documented as "the default", run.
