@@ -255,13 +255,92 @@ impl<F: Future> Future for WatchPanics<'_, F> {
         // `WatchPanics` has no `Drop` that would move it, nor an `Unpin` impl of its own);
         // the other fields are not pinned.
         let this = unsafe { self.get_unchecked_mut() };
+        // Forgets the waker if this poll ends the `block_on`: with the output, or with a
+        // panic (the inner future's, or the runtime's that `check` resumes), which would
+        // otherwise leave it in the list for the runtime's life.
+        let leaving = Forget {
+            hooks: this.hooks,
+            waker: cx.waker(),
+        };
         this.hooks.check(cx.waker());
         // SAFETY: as above: pinned in place for as long as `self` is.
         let future = unsafe { Pin::new_unchecked(&mut this.future) };
         let polled = future.poll(cx);
-        if polled.is_ready() {
-            this.hooks.forget(cx.waker());
+        if polled.is_pending() {
+            std::mem::forget(leaving);
         }
         polled
+    }
+}
+
+/// Calls [`TaskHooks::forget`] when dropped.
+struct Forget<'a> {
+    hooks: &'a TaskHooks,
+    waker: &'a Waker,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.hooks.forget(self.waker);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::task::Wake;
+
+    struct Counted;
+
+    impl Wake for Counted {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    /// A `block_on` whose future panics leaves no waker behind (the list would grow by one
+    /// per such call for the runtime's life).
+    #[test]
+    fn a_panicking_block_on_forgets_its_waker() {
+        let hooks = TaskHooks::new(None, None, UnhandledPanic::ShutdownRuntime);
+        let counted = Arc::new(Counted);
+        let waker = Waker::from(counted.clone());
+        let mut cx = Context::from_waker(&waker);
+        for _ in 0..3 {
+            let mut watched = std::pin::pin!(WatchPanics {
+                hooks: &hooks,
+                future: async { panic!("the future's own panic") },
+            });
+            let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                watched.as_mut().poll(&mut cx)
+            }));
+            assert!(polled.is_err());
+        }
+        assert_eq!(lock(&hooks.tripped).waiters.len(), 0);
+        drop(waker);
+        assert_eq!(Arc::strong_count(&counted), 1);
+    }
+
+    /// A pending poll keeps the waker (an unhandled panic must reach it); the ready one
+    /// forgets it.
+    #[test]
+    fn a_pending_block_on_keeps_its_waker_until_ready() {
+        let hooks = TaskHooks::new(None, None, UnhandledPanic::ShutdownRuntime);
+        let waker = Waker::from(Arc::new(Counted));
+        let mut cx = Context::from_waker(&waker);
+        let mut polls = 0;
+        let mut watched = std::pin::pin!(WatchPanics {
+            hooks: &hooks,
+            future: std::future::poll_fn(|_| {
+                polls += 1;
+                if polls == 1 {
+                    Poll::Pending
+                } else {
+                    Poll::Ready(())
+                }
+            }),
+        });
+        assert!(watched.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(lock(&hooks.tripped).waiters.len(), 1);
+        assert!(watched.as_mut().poll(&mut cx).is_ready());
+        assert_eq!(lock(&hooks.tripped).waiters.len(), 0);
     }
 }

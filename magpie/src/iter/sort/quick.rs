@@ -72,6 +72,12 @@ fn recurse<'a, T, F>(
         if let Some(a) = ancestor.as_deref() {
             if !is_less(a, &v[pivot]) {
                 let equal = partition_equal(v, pivot, is_less);
+                // Few equal elements is a badly unbalanced split too: with a comparator
+                // that contradicts itself, each round could take off just the pivot, and
+                // the rounds would cost O(n^2) without the limit.
+                if equal < len / 8 {
+                    limit -= 1;
+                }
                 v = &mut mem::take(&mut v)[equal..];
                 continue;
             }
