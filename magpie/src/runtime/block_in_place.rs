@@ -31,11 +31,14 @@ use super::worker::WorkerThread;
 /// With a single worker, or while every other worker is busy, nobody runs the handed-off
 /// tasks until `f` returns: they wait as they would have waited in this worker's queues.
 /// (tokio panics on its current-thread runtime instead.) So `f` must not wait for the
-/// runtime's tasks unless another worker is free to run them. A worker that waits inside
-/// `join` or `scope` for halves or spawns that others took is not free in that sense: it
-/// runs jobs while it waits, never tasks. On 2 workers, a `scope` spawn that blocks here
-/// waiting for a task it spawned waits for good if the other worker is the one running the
-/// `scope` body.
+/// runtime's tasks unless another worker is free to run them. The same holds for timers and
+/// sockets: the workers fire them, so a `block_on` on a thread outside the pool that awaits a
+/// `sleep` or a read waits while every worker is inside `block_in_place`. (A `block_on`
+/// *inside* `block_in_place` drives its runtime's timers and sockets itself while it waits.)
+/// A worker that waits inside `join` or `scope` for halves or spawns that others took is
+/// not free in that sense: it runs jobs while it waits, never tasks. On 2 workers, a
+/// `scope` spawn that blocks here waiting for a task it spawned waits for good if the other
+/// worker is the one running the `scope` body.
 ///
 /// Outside a worker thread, `block_in_place` just calls `f`.
 ///
