@@ -175,7 +175,9 @@ pub(crate) fn run(registry: Arc<Registry>) {
         .monitor
         .as_ref()
         .expect("the monitor thread of a runtime without one");
-    let mut seen: Vec<Sample> = (0..registry.num_workers())
+    // Every slot, compensation ones included: a task that stalls the worker that took over
+    // from stalled ones is a stall like any other.
+    let mut seen: Vec<Sample> = (0..registry.num_slots())
         .map(|_| Sample::default())
         .collect();
     let mut reporter = DefaultReporter::default();
@@ -224,7 +226,9 @@ pub(crate) fn run(registry: Arc<Registry>) {
 }
 
 /// One sample of every worker: detects stalls, reports the new ones, hands off the queues of
-/// the stalled workers and of those about to be. Returns how many workers are stalled now.
+/// the stalled workers and of those about to be. Returns how many ordinary workers are
+/// stalled now (what `compensate` weighs against the active count; compensation workers are
+/// sampled and reported, not counted there).
 fn sample_all(
     registry: &Registry,
     monitor: &Monitor,
@@ -256,7 +260,9 @@ fn sample_all(
             continue;
         }
         if verdict == Verdict::Stalled {
-            stalled += 1;
+            if !registry.is_compensation(index) {
+                stalled += 1;
+            }
             if !sample.stalled {
                 sample.stalled = true;
                 begin_stall(registry, monitor, index, since, elapsed, reporter);

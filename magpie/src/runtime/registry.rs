@@ -14,7 +14,7 @@ use crate::queue::linked_inject::LinkedInject;
 use crate::queue::local;
 use crate::sleep::Sleep;
 use crate::stats::trace::TraceBuffer;
-use crate::stats::{bump, WorkerCounters};
+use crate::stats::{bump, bump_completed, WorkerCounters};
 use crate::sync::atomic::*;
 use crate::sync::thread::thread_local;
 use crate::sync::{AtomicBool, AtomicUsize, StatAtomicU64 as AtomicU64};
@@ -897,7 +897,7 @@ impl Schedule for Arc<Registry> {
         // poll that completes the task was counted before it, in the shared count.
         self.with_own_worker(|worker| {
             if let Some(worker) = worker {
-                bump(&self.counters[worker.index()].tasks_completed);
+                bump_completed(&self.counters[worker.index()].tasks_completed);
             }
         });
         // Before the task leaves the live list, so that `wait_idle` returns only after the

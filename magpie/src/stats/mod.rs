@@ -150,6 +150,16 @@ pub(crate) fn add_always(counter: &AtomicU64, n: u64) {
     counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
 }
 
+/// Counts a task finished on the calling worker (`tasks_completed`). Release: pairs with
+/// the Acquire load in [`WorkerCounters::snapshot`]; the poll that finished the task was
+/// counted before, in `tasks_polled`.
+#[inline(always)]
+pub(crate) fn bump_completed(counter: &AtomicU64) {
+    if cfg!(not(magpie_no_stats)) {
+        counter.store(counter.load(Relaxed).wrapping_add(1), Release);
+    }
+}
+
 /// Sets a gauge that only the calling worker writes.
 #[inline(always)]
 pub(crate) fn set(gauge: &AtomicU64, value: u64) {
@@ -186,14 +196,20 @@ impl WorkerCounters {
             since => uptime_ns.saturating_sub(since - 1),
         };
         let idle_time_ns = (parked_ns + parked_now).min(uptime_ns);
+        // Finished before polled, Acquire: pairs with the Release store of
+        // `bump_completed`, which follows the poll's count on the worker, so that this
+        // snapshot never shows more tasks finished than polled. Read the other way round, a
+        // reader held up between the two loads saw the finishes of polls it had not counted.
+        let tasks_executed = self.tasks_completed.load(Acquire);
+        let tasks_polled = self.tasks_polled.load(Relaxed);
         WorkerStats {
             jobs_executed: self.jobs_executed.load(Relaxed),
             jobs_stolen: self.jobs_stolen.load(Relaxed),
             steal_attempts: self.steal_attempts.load(Relaxed),
             parks: self.parks.load(Relaxed),
             unparks: self.unparks.load(Relaxed),
-            tasks_polled: self.tasks_polled.load(Relaxed),
-            tasks_executed: self.tasks_completed.load(Relaxed),
+            tasks_polled,
+            tasks_executed,
             tasks_stolen: self.tasks_stolen.load(Relaxed),
             steal_operations: self.steal_operations.load(Relaxed),
             lifo_hits: self.lifo_hits.load(Relaxed),
@@ -341,12 +357,8 @@ pub struct WorkerStats {
     /// Times this worker woke up again.
     pub unparks: u64,
     /// Task polls begun on this worker (a task that waits and is woken is polled several
-    /// times). Like [`local_schedules`](Self::local_schedules) and
-    /// [`lifo_hits`](Self::lifo_hits), counted on the worker's stack and published at least
-    /// every 255 polls, whenever the worker's local queues run dry, before it parks, and
-    /// before a task completes: an idle worker's count is exact, a busy one's may be a few
-    /// hundred polls behind, and it is never below
-    /// [`tasks_executed`](Self::tasks_executed) (so not after
+    /// times), counted as each begins. Never below
+    /// [`tasks_executed`](Self::tasks_executed) in one snapshot (so not after
     /// [`Runtime::wait_idle`](crate::Runtime::wait_idle) either).
     pub tasks_polled: u64,
     /// Tasks (async tasks and submitted closures) that finished on this worker: completed,

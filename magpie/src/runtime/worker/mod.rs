@@ -181,6 +181,22 @@ impl WorkerThread {
         unsafe { job.execute() }
     }
 
+    /// Runs a job that is no part of the task this worker may be polling: one stolen or
+    /// injected while the task waits in a `join`. The polling word (task/id.rs, "The
+    /// current task") is cleared meanwhile, so that neither `task::try_id` nor the stall
+    /// monitor puts the job in the task; the task dump shows the task as scheduled then.
+    /// Jobs do not unwind (each catches its own panic), so the word is restored.
+    fn execute_outside_task(&self, job: JobRef) {
+        // Relaxed, all three: this worker's own word.
+        let polling = self.counters.polling.load(Relaxed);
+        if polling == 0 {
+            return self.execute(job);
+        }
+        self.counters.polling.store(0, Relaxed);
+        self.execute(job);
+        self.counters.polling.store(polling, Relaxed);
+    }
+
     #[cold]
     #[inline(never)]
     fn execute_traced(&self, trace: &TraceBuffer, job: JobRef) {
@@ -310,12 +326,23 @@ impl WorkerThread {
         // Inside `block_in_place` nothing here counts toward a stall (see `block.rs`).
         let watched = !self.is_blocking();
         while !latch.probe() {
-            if let Some(job) = self.find_job() {
+            // This worker's own deque first: what it holds belongs to the frames that wait
+            // here (`find_work` empties it before a task's poll starts), so a task's id
+            // stays on; jobs from elsewhere run outside the task.
+            if let Some(job) = self.pop() {
                 idle.found_work();
                 if watched {
                     self.begin_unit();
                 }
                 self.execute(job);
+                continue;
+            }
+            if let Some(job) = self.find_other_job() {
+                idle.found_work();
+                if watched {
+                    self.begin_unit();
+                }
+                self.execute_outside_task(job);
                 continue;
             }
             if !idle.spin() {

@@ -30,11 +30,9 @@ impl WorkerThread {
         self.registry.inject.pop().map(Work::Job)
     }
 
-    /// The find-work order inside `join`: jobs only (see `wait_until`).
-    pub(super) fn find_job(&self) -> Option<JobRef> {
-        if let Some(job) = self.pop() {
-            return Some(job);
-        }
+    /// The find-work order inside `join` after this worker's own deque (`pop`): jobs only
+    /// (see `wait_until`), none of them part of the frames that wait here.
+    pub(super) fn find_other_job(&self) -> Option<JobRef> {
         if let Some(Work::Job(job)) = self.steal(false, false) {
             return Some(job);
         }
