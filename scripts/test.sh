@@ -9,4 +9,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace "$@"
 cargo test --release -p magpie --lib --test stress --test stress_tasks --test stress_reliability "$@"
-cargo test -p magpie --features tokio-io,futures-io --test net_io_traits --test http_server --example http_server "$@"
+cargo test -p magpie --features tokio-io,futures-io --test net_io_traits --test io_adversarial --test http_server --example http_server "$@"

@@ -541,7 +541,8 @@ impl<T: AsRawFd> AsyncFd<T> {
 
     /// Runs `op` on the wrapped value if the descriptor is ready for `interest` now, without
     /// waiting: `WouldBlock` if it is not, or if `op` returns it (then clearing the
-    /// readiness).
+    /// readiness). With both interests, readiness in either direction will do (reading
+    /// first), and a `WouldBlock` clears the one that was used.
     ///
     /// # Errors
     ///
@@ -570,12 +571,11 @@ impl<T: AsRawFd> AsyncFd<T> {
         interest: Interest,
         op: impl FnOnce(&T) -> io::Result<R>,
     ) -> io::Result<R> {
-        let direction = if interest.is_readable() {
-            Direction::Read
-        } else {
-            Direction::Write
-        };
-        self.io.try_io(direction, |source| op(&source.0))
+        match (interest.is_readable(), interest.is_writable()) {
+            (true, true) => self.io.try_io_either(|source| op(&source.0)),
+            (false, true) => self.io.try_io(Direction::Write, |source| op(&source.0)),
+            _ => self.io.try_io(Direction::Read, |source| op(&source.0)),
+        }
     }
 
     fn poll_interest(

@@ -167,7 +167,27 @@ impl<E: Source> PollEvented<E> {
         direction: Direction,
         op: impl FnOnce(&E) -> io::Result<R>,
     ) -> io::Result<R> {
-        let event = match self.registration().try_ready(direction) {
+        self.try_io_on(self.registration().try_ready(direction), op)
+    }
+
+    /// [`PollEvented::try_io`] for readiness in either direction (the read side looked at
+    /// first, as in [`PollEvented::poll_ready_either`]); a `WouldBlock` clears the direction
+    /// that was used.
+    pub(crate) fn try_io_either<R>(&self, op: impl FnOnce(&E) -> io::Result<R>) -> io::Result<R> {
+        let registration = self.registration();
+        let ready = registration
+            .try_ready(Direction::Read)
+            .or_else(|| registration.try_ready(Direction::Write));
+        self.try_io_on(ready, op)
+    }
+
+    /// Runs `op` on what `try_ready` found, as [`PollEvented::try_io`] describes.
+    fn try_io_on<R>(
+        &self,
+        ready: Option<io::Result<ReadyEvent>>,
+        op: impl FnOnce(&E) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let event = match ready {
             Some(event) => event?,
             None => return Err(io::ErrorKind::WouldBlock.into()),
         };
