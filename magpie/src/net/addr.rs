@@ -79,7 +79,8 @@ use sealed::{Resolve, ToSocketAddrsPriv};
 pub(crate) async fn resolve(addr: &(impl ToSocketAddrs + ?Sized)) -> io::Result<Vec<SocketAddr>> {
     match addr.to_addrs() {
         Resolve::Ready(addrs) => addrs,
-        lookup => crate::spawn_blocking(move || lookup.lookup())
+        lookup => crate::runtime::context::current_registry()
+            .spawn_blocking(move || lookup.lookup(), crate::task::raw::Origin::caller())?
             .await
             .unwrap_or_else(|e| Err(io::Error::other(format!("name lookup failed: {e}")))),
     }

@@ -13,6 +13,7 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
+use std::io;
 use std::ptr;
 use std::time::{Duration, Instant};
 
@@ -50,7 +51,9 @@ pub(crate) struct BlockingSchedule {
 
 impl Schedule for BlockingSchedule {
     fn schedule(&self, task: BlockingTask) {
-        self.pool.push(task);
+        // A failure to start a thread cancelled the task with the rest of the queue; its
+        // handle reports that (a reschedule has no caller to tell).
+        let _ = self.pool.push(task);
     }
 
     fn release(&self, task: RawTask) -> bool {
@@ -117,7 +120,7 @@ impl BlockingPool {
         f: F,
         identity: Identity,
         hooks: Option<Arc<TaskHooks>>,
-    ) -> JoinHandle<T>
+    ) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -132,8 +135,8 @@ impl BlockingPool {
             // SAFETY: the Notified holds a reference to the task.
             hooks.spawned(unsafe { task.raw().header() });
         }
-        self.inner.push(task);
-        handle
+        self.inner.push(task)?;
+        Ok(handle)
     }
 
     /// Threads alive now.
@@ -184,12 +187,15 @@ impl BlockingPool {
 }
 
 impl Inner {
-    fn push(self: &Arc<Inner>, task: BlockingTask) {
+    /// Queues `task` and makes sure a thread will run it. Fails only when no thread is
+    /// running and the OS refuses a new one: then nothing can run the queue, and `task` and
+    /// whatever waited with it are cancelled (see `start_thread`).
+    fn push(self: &Arc<Inner>, task: BlockingTask) -> io::Result<()> {
         let mut state = lock(&self.state);
         if state.shutdown {
             drop(state);
             task.shutdown();
-            return;
+            return Ok(());
         }
         state.queue.push_back(task);
         if state.idle > state.notified {
@@ -199,32 +205,41 @@ impl Inner {
             state.threads += 1;
             let index = state.threads;
             drop(state);
-            self.start_thread(index);
+            return self.start_thread(index);
         }
         // Otherwise every thread is busy and the cap is reached: the task waits its turn.
+        Ok(())
     }
 
-    fn start_thread(self: &Arc<Inner>, index: usize) {
+    fn start_thread(self: &Arc<Inner>, index: usize) -> io::Result<()> {
         let pool = self.clone();
         let mut builder =
             thread::Builder::new().name(format!("{}-blocking-{index}", self.thread_name));
         if let Some(bytes) = self.stack_size {
             builder = builder.stack_size(bytes);
         }
-        if builder.spawn(move || pool.run()).is_err() {
+        if let Err(err) = builder.spawn(move || pool.run()) {
             // No thread: the queued task waits for a running thread, or for the next spawn
-            // (which tries again). If no thread is alive at all, run it here rather than
-            // leave its handle hanging.
+            // (which tries again).
             let mut state = lock(&self.state);
             state.threads -= 1;
+            // A shutdown may be waiting for the count to reach zero (`BlockingPool::shutdown`).
+            self.exited.notify_all();
             if state.threads == 0 {
+                // Nobody is left to run what is queued. Running it here would block the
+                // spawner, which may be a worker (and the closure may wait for the tasks
+                // queued behind it) or a caller that goes on only once `spawn_blocking`
+                // returns. So the spawn fails, and the closures queued with it are dropped:
+                // their handles report cancellation.
                 let queued = std::mem::take(&mut state.queue);
                 drop(state);
                 for task in queued {
-                    let _ = task.run();
+                    task.shutdown();
                 }
+                return Err(err);
             }
         }
+        Ok(())
     }
 
     /// A blocking thread's loop.

@@ -50,6 +50,12 @@ use worker::{WorkerSeed, WorkerThread};
 /// blocking threads once their running closures return. [`Runtime::shutdown_timeout`]
 /// bounds the wait.
 ///
+/// Dropped on a worker thread (its own or another runtime's, outside
+/// [`block_in_place`](crate::task::block_in_place)), a runtime waits for none of its
+/// threads: blocking that worker could deadlock, as a blocking closure of the dropped
+/// runtime may wait for a task queued behind the dropping one. The threads finish what they
+/// run and exit on their own.
+///
 /// [`JoinError`]: crate::task::JoinError
 /// [`Sleep`]: crate::time::Sleep
 ///
@@ -63,13 +69,15 @@ use worker::{WorkerSeed, WorkerThread};
 pub struct Runtime {
     registry: Arc<Registry>,
     threads: Mutex<Vec<ThreadHandle<()>>>,
-    /// Worker threads still running, signalled when one exits (for `shutdown_timeout`).
+    /// Worker threads and the stall monitor still running, signalled when one exits (for
+    /// `shutdown_timeout`).
     exits: Arc<ExitCount>,
     /// Set by the first shutdown (`shutdown_timeout`, then `Drop`).
     shut_down: bool,
 }
 
-/// Counts running worker threads so that shutdown can wait for them with a deadline.
+/// Counts the running threads of a runtime (workers and the stall monitor, which runs user
+/// code in its `on_stall` hook) so that shutdown can wait for them with a deadline.
 #[derive(Debug, Default)]
 struct ExitCount {
     running: Mutex<usize>,
@@ -83,10 +91,11 @@ impl ExitCount {
         self.exited.notify_all();
     }
 
-    /// Waits until no worker runs, or `deadline`. Returns whether none runs.
-    fn wait(&self, deadline: Option<Instant>) -> bool {
+    /// Waits until at most `own` of the threads run (1 when the caller is one of them), or
+    /// `deadline`. Returns whether the others have all exited.
+    fn wait(&self, deadline: Option<Instant>, own: usize) -> bool {
         let mut running = lock(&self.running);
-        while *running > 0 {
+        while *running > own {
             if deadline.is_some_and(|d| crate::sync::time::now() >= d) {
                 return false;
             }
@@ -244,7 +253,7 @@ impl Runtime {
             }));
         }
         let exits = Arc::new(ExitCount {
-            running: Mutex::new(n),
+            running: Mutex::new(n + usize::from(registry.monitor.is_some())),
             exited: Condvar::new(),
         });
 
@@ -281,9 +290,13 @@ impl Runtime {
         if registry.monitor.is_some() {
             // Started after the workers: it samples their words from its first tick.
             let for_monitor = registry.clone();
+            let exits_here = exits.clone();
             let spawned = thread::Builder::new()
                 .name(format!("{name}-monitor"))
-                .spawn(move || monitor::run(for_monitor));
+                .spawn(move || {
+                    monitor::run(for_monitor);
+                    exits_here.exited();
+                });
             match spawned {
                 // Joined with the workers (`shutdown`); it exits when the runtime terminates.
                 Ok(handle) => threads.push(handle),
@@ -698,6 +711,12 @@ impl Runtime {
     /// the current one: `magpie::spawn`, `join` and the timers called from `f` use it, as
     /// they would on its workers.
     ///
+    /// # Panics
+    ///
+    /// If the OS refuses a new thread while no blocking thread is running (as
+    /// `std::thread::spawn` panics); `f` is dropped without running. With a thread running,
+    /// `f` waits for it instead.
+    ///
     /// # Examples
     ///
     /// ```
@@ -715,7 +734,10 @@ impl Runtime {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.registry.spawn_blocking(f, Origin::caller())
+        match self.registry.spawn_blocking(f, Origin::caller()) {
+            Ok(handle) => handle,
+            Err(err) => blocking_refused(&err),
+        }
     }
 
     /// Shuts the runtime down as dropping it does, but waits at most `timeout` for the
@@ -765,15 +787,21 @@ impl Runtime {
         #[cfg(not(loom))]
         registry.io.handle().shutdown();
         // SAFETY: a non-null current worker is live during this call.
-        let on_own_worker = unsafe { WorkerThread::current().as_ref() }
-            .is_some_and(|w| std::ptr::eq(w.registry(), registry));
+        let worker = unsafe { WorkerThread::current().as_ref() };
         let threads = std::mem::take(&mut *lock(&self.threads));
-        if on_own_worker {
-            // Joining our own thread would deadlock; the workers exit on their own.
+        // On our own worker, joining our own thread would deadlock. On another runtime's
+        // worker (outside `block_in_place`, where blocking is allowed), waiting would hold
+        // that worker, and one of our blocking closures may wait for a task queued behind
+        // this very call there. Either way the threads exit on their own, detached.
+        if worker.is_some_and(|w| std::ptr::eq(w.registry(), registry) || !w.is_blocking()) {
             let _ = registry.blocking.shutdown(Some(crate::sync::time::now()));
             return;
         }
-        let workers_done = self.exits.wait(deadline);
+        // Dropped on the stall monitor's thread (the last handle, dropped in an `on_stall`
+        // hook), the shutdown cannot wait for that thread, which is this very call.
+        let me = crate::sync::thread::current().id();
+        let on_monitor = threads.iter().any(|handle| handle.thread().id() == me);
+        let threads_done = self.exits.wait(deadline, usize::from(on_monitor));
         // 3. Blocking closures that have not started are cancelled; running ones finish.
         // Dropped inside one of its own blocking closures, the runtime cannot wait for that
         // closure, which is this very call: the blocking threads are left to finish (and
@@ -784,12 +812,10 @@ impl Runtime {
             deadline
         };
         let _ = registry.blocking.shutdown(blocking_deadline);
-        if workers_done {
-            let me = crate::sync::thread::current().id();
+        if threads_done {
             for handle in threads {
-                // Dropped on the stall monitor's thread (the last handle, dropped in an
-                // `on_stall` hook): joining it would fail (EDEADLK), and std panics then. It
-                // exits on its own once this hook returns.
+                // Our own thread (the monitor's, as above): joining it would fail
+                // (EDEADLK), and std panics then. It exits on its own once the hook returns.
                 if handle.thread().id() == me {
                     continue;
                 }
@@ -925,6 +951,10 @@ where
 /// Runs the closure `f` on the current runtime's blocking pool (see
 /// [`Runtime::spawn_blocking`]).
 ///
+/// # Panics
+///
+/// As [`Runtime::spawn_blocking`].
+///
 /// # Examples
 ///
 /// ```
@@ -938,7 +968,17 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    context::current_registry().spawn_blocking(f, Origin::caller())
+    match context::current_registry().spawn_blocking(f, Origin::caller()) {
+        Ok(handle) => handle,
+        Err(err) => blocking_refused(&err),
+    }
+}
+
+/// `spawn_blocking`'s panic when the OS refuses a thread and none is running.
+#[cold]
+#[track_caller]
+fn blocking_refused(err: &std::io::Error) -> ! {
+    panic!("magpie: `spawn_blocking` cannot start a thread, and none is running: {err}")
 }
 
 /// The global default runtime, which the free functions ([`join`](crate::join),

@@ -462,8 +462,13 @@ impl Registry {
     }
 
     /// Runs `f` on this runtime's blocking pool, with this runtime as the current one for the
-    /// free functions `f` calls (`magpie::spawn`, `join`, timers), as on its workers.
-    pub(crate) fn spawn_blocking<F, T>(self: &Arc<Registry>, f: F, origin: Origin) -> JoinHandle<T>
+    /// free functions `f` calls (`magpie::spawn`, `join`, timers), as on its workers. Fails
+    /// if no blocking thread runs and none can start (`f` is dropped then).
+    pub(crate) fn spawn_blocking<F, T>(
+        self: &Arc<Registry>,
+        f: F,
+        origin: Origin,
+    ) -> std::io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
