@@ -87,10 +87,13 @@ where
     P: Producer,
 {
     type Item = (usize, P::Item);
-    type IntoIter = std::iter::Zip<std::ops::RangeFrom<usize>, P::IntoIter>;
+    type IntoIter = Numbered<P::IntoIter>;
 
     fn into_iter(self) -> Self::IntoIter {
-        (self.offset..).zip(self.base.into_iter())
+        Numbered {
+            base: self.base.into_iter(),
+            next: self.offset,
+        }
     }
 
     fn min_len(&self) -> usize {
@@ -113,5 +116,43 @@ where
                 offset: self.offset + index,
             },
         )
+    }
+}
+
+/// A piece's items, numbered from its offset. The count moves only after the base yields an
+/// item, so the last index of the longest input (`usize::MAX - 1`) is never stepped past:
+/// `(offset..).zip(base)` asks the range first, and overflowed after the last item.
+struct Numbered<I> {
+    base: I,
+    /// The index of the next item.
+    next: usize,
+}
+
+impl<I: Iterator> Iterator for Numbered<I> {
+    type Item = (usize, I::Item);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.base.next()?;
+        let index = self.next;
+        self.next += 1;
+        Some((index, item))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.base.size_hint()
+    }
+
+    #[inline]
+    fn fold<B, F>(self, init: B, mut f: F) -> B
+    where
+        F: FnMut(B, Self::Item) -> B,
+    {
+        let mut index = self.next;
+        self.base.fold(init, move |acc, item| {
+            let acc = f(acc, (index, item));
+            index += 1;
+            acc
+        })
     }
 }

@@ -147,9 +147,13 @@ where
     P: Fn(&I::Item) -> bool,
     S: FnMut() -> bool,
 {
-    iter.into_iter()
-        .take_while(|_| !should_stop())
-        .find(predicate)
+    let mut rest = iter.into_iter().take_while(|_| !should_stop());
+    let found = rest.find(predicate);
+    // The rest of the piece drops before `found` is returned, so that a panic in one of its
+    // destructors drops `found` too: dropped as the tail expression's temporary, after the
+    // result was moved out, it would leak it (rust-lang/rust#47949).
+    drop(rest);
+    found
 }
 
 /// Keeps the left result if it has one: the reducer of `find_any` and `find_first`.
@@ -362,10 +366,17 @@ where
                 }
             }
             End::Last => {
-                let last = iter
-                    .take_while(|_| !beaten(end, best, lo))
-                    .filter(self.predicate)
-                    .last();
+                // A loop with the match in a local, rather than `filter(..).last()`, whose
+                // fold leaks the match when a later item's destructor panics (as above).
+                let mut last = None;
+                for item in iter {
+                    if beaten(end, best, lo) {
+                        break;
+                    }
+                    if (self.predicate)(&item) {
+                        last = Some(item);
+                    }
+                }
                 if last.is_some() {
                     self.item = last;
                 }
