@@ -26,6 +26,15 @@ use crate::time::driver::{Driver, Rearm};
 use crate::util::unwind;
 use crate::util::CachePadded;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest a thread that turns the drivers without holding the role sleeps while
+/// sources are registered and nobody holds it (`Registry::unheld_driver_timeout`): the
+/// latency of readiness then.
+const UNHELD_IO_POLL: Duration = Duration::from_millis(1);
+
+/// The shortest such sleep, for a deadline another thread is about to fire.
+const UNHELD_MIN_WAIT: Duration = Duration::from_micros(50);
 
 use super::blocking::BlockingPool;
 use super::compensation::Compensation;
@@ -143,6 +152,9 @@ pub(crate) struct Registry {
     /// `Builder::park_safety_net` set one, and always `None` under loom, where a timed park
     /// does not block (see `sync::time`).
     pub(crate) park_safety_net: Option<std::time::Duration>,
+    /// The threads waiting in `block_on` inside `block_in_place` (`worker/block.rs`).
+    #[cfg(not(any(loom, shuttle)))]
+    pub(crate) blocked_waiters: super::worker::BlockedWaiters,
     /// Tasks queued from outside the pool (spawns and wakes).
     pub(crate) remote_schedules: AtomicU64,
     /// Tasks spawned from outside the pool.
@@ -255,6 +267,8 @@ impl Registry {
             task_hooks_set: options.hooks.has_hooks(),
             hooks: options.hooks,
             park_safety_net: options.park_safety_net,
+            #[cfg(not(any(loom, shuttle)))]
+            blocked_waiters: super::worker::BlockedWaiters::default(),
             remote_schedules: AtomicU64::new(0),
             tasks_spawned_remote: AtomicU64::new(0),
             terminating: AtomicBool::new(false),
@@ -772,13 +786,69 @@ impl Registry {
         self.sleep.wake_free_cold()
     }
 
+    /// [`Registry::hand_off_driver`] for a worker that leaves the role, or enters
+    /// `block_in_place`, and may not come back to turn the drivers soon (it runs a task,
+    /// which may be long, or blocks): with no free worker parked to take the role, it
+    /// wakes one that turns the drivers without taking the role for its sleep
+    /// ([`Registry::wake_to_drive`]). Not after a maintenance turn: a busy worker turns them
+    /// again at its next one.
+    pub(crate) fn hand_off_driver_to_anyone(&self) -> bool {
+        if self.hand_off_driver() {
+            return true;
+        }
+        // SeqCst: as in `hand_off_driver` (its fence came before these loads too).
+        if self.timers.is_driven() || !self.driver_needed() {
+            return false;
+        }
+        self.wake_to_drive()
+    }
+
+    /// Wakes someone to turn the drivers while nobody holds the role: a parked worker
+    /// outside `join`, which takes the role when it parks again (D1); else a worker parked
+    /// inside `join`; else the threads in `block_on` inside `block_in_place`. These last two
+    /// never take the role for a sleep, but while nobody holds it they sleep no longer than
+    /// the drivers need and turn them when they wake ([`Registry::unheld_driver_timeout`]).
+    /// Returns whether it woke somebody.
+    pub(crate) fn wake_to_drive(&self) -> bool {
+        if self.sleep.wake_free_cold() || self.sleep.wake_any_cold() {
+            return true;
+        }
+        #[cfg(not(any(loom, shuttle)))]
+        return self.blocked_waiters.wake_all();
+        #[cfg(any(loom, shuttle))]
+        return false;
+    }
+
+    /// How long a thread that turns the drivers but does not hold the role for its sleep (a
+    /// worker parked inside `join`; a `block_on` inside `block_in_place`) may sleep while
+    /// nobody holds the role: until the next timer's deadline, and no longer than
+    /// [`UNHELD_IO_POLL`] while sources are registered, since readiness wakes only the
+    /// role's holder. `None` when nothing needs driving, or when `held_counts` and somebody
+    /// holds the role. Not under loom or shuttle, whose models do not time sleeps.
+    pub(crate) fn unheld_driver_timeout(&self, held_counts: bool) -> Option<Duration> {
+        if cfg!(any(loom, shuttle)) || (held_counts && self.timers.is_driven()) {
+            return None;
+        }
+        let timer = self
+            .timers
+            .park_timeout()
+            // A deadline that is due but was not fired: another thread holds the role and
+            // is about to. Not a spin while it does.
+            .map(|t| t.max(UNHELD_MIN_WAIT));
+        if self.io_live() > 0 {
+            Some(timer.map_or(UNHELD_IO_POLL, |t| t.min(UNHELD_IO_POLL)))
+        } else {
+            timer
+        }
+    }
+
     /// Wakes whoever must see a timer filed earlier than the driver's current deadline.
     pub(crate) fn rearm_timers(&self, rearm: Rearm) {
         match rearm {
             Rearm::Nobody => {}
             Rearm::Driver(worker) => self.sleep.wake_worker(worker),
             Rearm::Anyone => {
-                self.sleep.wake_free_cold();
+                self.wake_to_drive();
             }
         }
     }

@@ -23,18 +23,21 @@ thread_local! {
 /// nest: `block_on` inside a blocking task, a job inside a task's poll).
 #[inline]
 pub(crate) fn with_budget<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore<'a>(&'a Cell<Option<u8>>, Option<u8>);
-    impl Drop for Restore<'_> {
-        fn drop(&mut self) {
-            self.0.set(self.1);
-        }
-    }
     // One look-up of the thread-local for both the grant and the restore (an unwinding `f`
     // restores too).
     LEFT.with(|left| {
         let _restore = Restore(left, left.replace(Some(BUDGET)));
         f()
     })
+}
+
+/// Puts a poll's budget back when dropped (also on unwind).
+struct Restore<'a>(&'a Cell<Option<u8>>, Option<u8>);
+
+impl Drop for Restore<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.1);
+    }
 }
 
 /// One unit of progress, granted or refused. Dropped without [`Coop::made_progress`], the
@@ -93,10 +96,18 @@ fn count_forced_yield() {
     }
 }
 
-/// Whether the running poll still has budget (tests and statistics).
-#[allow(dead_code)]
+/// Whether the running poll still has budget (`Timeout`, tests, statistics).
 pub(crate) fn has_budget_remaining() -> bool {
     LEFT.with(|left| left.get() != Some(0))
+}
+
+/// Runs `f` with no budget (nothing refused), restoring the poll's budget afterwards, also
+/// if `f` unwinds: for a check that must not wait behind the budget (`Timeout`'s deadline).
+pub(crate) fn unconstrained<R>(f: impl FnOnce() -> R) -> R {
+    LEFT.with(|left| {
+        let _restore = Restore(left, left.replace(None));
+        f()
+    })
 }
 
 #[cfg(all(test, not(loom)))]

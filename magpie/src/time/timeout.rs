@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::sleep::{far_future, Sleep};
+use crate::task::coop;
 
 /// Runs `future` for at most `duration`: resolves to `Ok(output)` if it completes first,
 /// otherwise to `Err(Elapsed)`, dropping the future.
@@ -85,10 +86,21 @@ impl<F: Future> Future for Timeout<F> {
             let this = self.get_unchecked_mut();
             (Pin::new_unchecked(&mut this.future), &mut this.sleep)
         };
+        let had_budget = coop::has_budget_remaining();
         if let Poll::Ready(output) = future.poll(cx) {
             return Poll::Ready(Ok(output));
         }
-        match Pin::new(sleep).poll(cx) {
+        // A future that spent the whole budget (a loop of ready sleeps, say) would leave
+        // none for the deadline's check, and gets a fresh budget to spend again at its next
+        // poll: the timeout would never elapse. So the check then runs unconstrained (as
+        // tokio's does).
+        let sleep = Pin::new(sleep);
+        let fired = if had_budget && !coop::has_budget_remaining() {
+            coop::unconstrained(|| sleep.poll(cx))
+        } else {
+            sleep.poll(cx)
+        };
+        match fired {
             Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
             Poll::Pending => Poll::Pending,
         }

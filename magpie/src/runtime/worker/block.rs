@@ -46,6 +46,8 @@
 //! no worker free to run them.
 
 use crate::sync::atomic::*;
+#[cfg(not(any(loom, shuttle)))]
+use crate::sync::{lock, AtomicUsize, Mutex};
 use crate::task::id::POLLING_BLOCKED;
 
 use super::WorkerThread;
@@ -75,28 +77,22 @@ impl WorkerThread {
     /// drivers at maintenance, blocked ones do neither), and the wait would last for good.
     /// So this thread, blocked anyway, turns them itself without blocking when nobody holds
     /// the driver role (`poll_drivers`), then sleeps until the next deadline, or at most
-    /// [`BLOCKED_IO_POLL`] while sources are registered: readiness wakes the holder of the
-    /// role through the poller, and this thread does not hold it while it sleeps. With no
-    /// timer and no source it sleeps until its waker unparks it.
+    /// `UNHELD_IO_POLL` while sources are registered: readiness wakes the holder of the
+    /// role through the poller, and this thread does not hold it while it sleeps
+    /// (`Registry::unheld_driver_timeout`). With no timer and no source it sleeps until its
+    /// waker unparks it, or until a timer filed meanwhile that no worker can take unparks
+    /// it ([`BlockedWaiters`]).
     pub(crate) fn wait_blocked_on(&self) {
         #[cfg(any(loom, shuttle))]
         crate::sync::thread::park();
         #[cfg(not(any(loom, shuttle)))]
         {
             let registry = &*self.registry;
+            // Listed before the timeout is read: a timer filed after that read, when no
+            // worker can take it, finds this thread in the list (`Registry::wake_to_drive`).
+            let _listed = registry.blocked_waiters.enter();
             self.poll_drivers(crate::sync::time::now());
-            let timer = registry
-                .timers
-                .park_timeout()
-                // A deadline that is due but was not fired: another thread holds the role
-                // and is about to. Not a spin while it does.
-                .map(|t| t.max(BLOCKED_MIN_WAIT));
-            let timeout = if registry.io_live() > 0 {
-                Some(timer.map_or(BLOCKED_IO_POLL, |t| t.min(BLOCKED_IO_POLL)))
-            } else {
-                timer
-            };
-            match timeout {
+            match registry.unheld_driver_timeout(false) {
                 Some(timeout) => std::thread::park_timeout(timeout),
                 None => std::thread::park(),
             }
@@ -104,15 +100,61 @@ impl WorkerThread {
     }
 }
 
-/// How often a `block_on` inside `block_in_place` turns the I/O driver while its runtime
-/// has sources registered (`WorkerThread::wait_blocked_on`): the latency of readiness it
-/// waits for when every worker is blocked.
+/// The threads of one runtime waiting in `block_on` inside `block_in_place`
+/// ([`WorkerThread::wait_blocked_on`]). They are not parked through the sleep protocol, so
+/// no idle bit finds them: a timer filed while they sleep, when no worker can take it,
+/// unparks them all (`Registry::wake_to_drive`). There are at most as many as workers.
 #[cfg(not(any(loom, shuttle)))]
-const BLOCKED_IO_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+#[derive(Debug, Default)]
+pub(crate) struct BlockedWaiters {
+    /// How many are listed: the waker's check, without the lock.
+    count: AtomicUsize,
+    threads: Mutex<Vec<std::thread::Thread>>,
+}
 
-/// The shortest sleep of that wait, for a deadline another thread is about to fire.
 #[cfg(not(any(loom, shuttle)))]
-const BLOCKED_MIN_WAIT: std::time::Duration = std::time::Duration::from_micros(50);
+impl BlockedWaiters {
+    /// Lists the calling thread until the guard drops.
+    fn enter(&self) -> Listed<'_> {
+        lock(&self.threads).push(std::thread::current());
+        // SeqCst: the Dekker pair with a timer's filing. We count ourselves, then read the
+        // next deadline after a SeqCst fence (`Driver::park_timeout`); the filer lowers the
+        // deadline, fences, then (finding nobody else to wake) loads the count in
+        // `wake_all`. Either we see its deadline or it sees us.
+        self.count.fetch_add(1, SeqCst);
+        Listed(self)
+    }
+
+    /// Unparks every listed thread. Returns whether there was one.
+    pub(crate) fn wake_all(&self) -> bool {
+        // SeqCst: see `enter`.
+        if self.count.load(SeqCst) == 0 {
+            return false;
+        }
+        let threads = lock(&self.threads);
+        for thread in threads.iter() {
+            thread.unpark();
+        }
+        !threads.is_empty()
+    }
+}
+
+/// A thread's place in [`BlockedWaiters`], removed on drop.
+#[cfg(not(any(loom, shuttle)))]
+struct Listed<'a>(&'a BlockedWaiters);
+
+#[cfg(not(any(loom, shuttle)))]
+impl Drop for Listed<'_> {
+    fn drop(&mut self) {
+        let me = std::thread::current().id();
+        let mut threads = lock(&self.0.threads);
+        if let Some(at) = threads.iter().position(|thread| thread.id() == me) {
+            threads.swap_remove(at);
+        }
+        // Relaxed: a stale count only costs a waker the lock.
+        self.0.count.fetch_sub(1, Relaxed);
+    }
+}
 
 /// One `block_in_place` on a worker: set up by `enter`, undone by `drop`, also on unwind, so
 /// that a panic in the closure leaves the worker as it was.
@@ -146,6 +188,9 @@ impl<'w> Blocking<'w> {
         // Whatever the statistics say about this worker's polls so far, they say it now:
         // it may be gone a long time.
         worker.flush_counters();
+        // Blocked, this worker turns no drivers at maintenance: if nobody holds the role,
+        // wake someone who will (`Registry::hand_off_driver_to_anyone`).
+        worker.registry.hand_off_driver_to_anyone();
         let moved = worker.hand_on_tasks();
         crate::stats::add(&worker.counters.block_in_place_handoffs, moved as u64);
         crate::stats::bump(&worker.counters.block_in_place_calls);

@@ -98,7 +98,7 @@ impl<'w> IdleLoop<'w> {
             // About to run work, so no longer a candidate for the role: no busy worker holds
             // the driver (sleep/README.md, "The driver role").
             self.left_driver = false;
-            if self.worker.registry.hand_off_driver() {
+            if self.worker.registry.hand_off_driver_to_anyone() {
                 bump(&self.worker.counters.driver_handoffs);
             }
         }
@@ -180,10 +180,21 @@ impl<'w> IdleLoop<'w> {
         if !cfg!(magpie_loom_broken) && registry.has_visible_tasks() {
             registry.sleep.wake_free_cold();
         }
+        // Inside `join` a worker does not take the role for its park (the latch wakes it,
+        // and the tasks readiness would wake could not run here before the `join` returns).
+        // But while nobody holds the role it may be the only one left to turn the drivers
+        // (the others blocked or busy in one long poll): it then parks no longer than they
+        // need, and turns them when it wakes (`Registry::wake_to_drive` wakes it for a timer
+        // filed meanwhile).
+        let unheld = if self.join_wait {
+            registry.unheld_driver_timeout(true)
+        } else {
+            None
+        };
         let timer = if driving {
             registry.timers.park_timeout()
         } else {
-            None
+            unheld
         };
         let timeout = match (timer, registry.park_safety_net) {
             (Some(timer), Some(net)) => Some(timer.min(net)),
@@ -227,6 +238,8 @@ impl<'w> IdleLoop<'w> {
             registry.timers.fire_due();
             registry.timers.release();
             self.left_driver = true;
+        } else if unheld.is_some() {
+            worker.poll_drivers(crate::sync::time::now());
         }
         match wake {
             Wake::Searching if self.join_wait => self.shed_searching(),

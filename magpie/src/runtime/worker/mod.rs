@@ -54,6 +54,8 @@ use super::registry::{Registry, Task, TaskSlots};
 
 mod block;
 mod idle;
+#[cfg(not(any(loom, shuttle)))]
+pub(crate) use block::BlockedWaiters;
 mod search;
 mod tasks;
 
