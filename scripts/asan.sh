@@ -46,8 +46,10 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 cargo_test=(cargo +nightly test --target "$host" -p magpie)
 
 started=$(date +%s)
-echo "==> asan: integration tests (sort_soundness scope join tasks time)"
-"${cargo_test[@]}" --test sort_soundness --test scope --test join --test tasks --test time "$@"
+echo "==> asan: integration tests (sort_soundness scope join tasks time, and the adversarial"
+echo "    iterator and task-core tests: drop accounting under panics, the task state machine)"
+"${cargo_test[@]}" --test sort_soundness --test scope --test join --test tasks --test time \
+    --test iter_adversarial --test task_core_adversarial "$@"
 
 echo "==> asan: lib unit tests of iter::sort, task, time"
 # Filters match substrings: `time::` would also take in `runtime::`.
