@@ -14,7 +14,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use common::{panic_message, runtime, DEADLINE};
+use common::{named_runtime, panic_message, runtime, wait_until_asleep, DEADLINE};
 use magpie::task::block_in_place;
 use magpie::time::{interval, interval_at, sleep, sleep_until, timeout, timeout_at, Sleep};
 use magpie::Runtime;
@@ -29,71 +29,6 @@ fn recv_or_leak<T>(rx: &mpsc::Receiver<T>, rt: Runtime, what: &str) -> (T, Runti
             panic!("{what}: hung ({e:?})");
         }
     }
-}
-
-/// The state (`R`, `S`, `D`, ...) of every worker thread `{prefix}-{index}` of this process.
-#[cfg(target_os = "linux")]
-fn thread_states(prefix: &str) -> Vec<char> {
-    let mut states = Vec::new();
-    for entry in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let dir = entry.path();
-        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
-            continue;
-        };
-        // Workers only: `{prefix}-{index}` (not the monitor nor blocking threads).
-        let is_worker = comm
-            .trim_end()
-            .strip_prefix(prefix)
-            .and_then(|rest| rest.strip_prefix('-'))
-            .is_some_and(|index| !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()));
-        if !is_worker {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
-            continue;
-        };
-        // `pid (comm) S ...`: the state follows the last `)`.
-        if let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) {
-            if let Some(state) = rest.trim_start().chars().next() {
-                states.push(state);
-            }
-        }
-    }
-    states
-}
-
-/// Waits until every one of the `n` threads named `prefix*` is asleep in the kernel
-/// (state `S`), as seen several times in a row. Not a timing assumption: only a
-/// precondition that makes the scenario the interesting one (if it never holds, the guard
-/// fails the test).
-#[cfg(target_os = "linux")]
-fn wait_until_asleep(prefix: &str, n: usize) {
-    let mut in_a_row = 0;
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let states = thread_states(prefix);
-        if states.len() == n && states.iter().all(|&s| s == 'S') {
-            in_a_row += 1;
-        } else {
-            in_a_row = 0;
-        }
-        if in_a_row >= 20 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "threads `{prefix}*` never all asleep: {states:?}, expected {n}"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn named_runtime(workers: usize, name: &str) -> Runtime {
-    Runtime::builder()
-        .worker_threads(workers)
-        .thread_name(name)
-        .build()
-        .unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------

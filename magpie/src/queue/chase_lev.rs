@@ -387,6 +387,23 @@ impl<T> Worker<T> {
         }
     }
 
+    /// The owner's bottom index: what is pushed from now on sits at or above it, until it
+    /// is popped ([`Worker::pop_above`]).
+    #[inline]
+    pub(crate) fn mark(&self) -> isize {
+        self.bottom.get()
+    }
+
+    /// Pops the bottom item if it was pushed after `mark` was taken (and is still here).
+    #[inline]
+    pub(crate) fn pop_above(&self, mark: isize) -> Option<NonNull<T>> {
+        if self.bottom.get().wrapping_sub(mark) > 0 {
+            self.pop()
+        } else {
+            None
+        }
+    }
+
     /// The number of items, as the owner sees it: exact but for steals in the last moment.
     #[inline]
     pub(crate) fn len(&self) -> usize {

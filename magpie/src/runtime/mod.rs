@@ -248,7 +248,10 @@ impl Runtime {
             let weak = Arc::downgrade(&registry);
             registry.io.handle().set_on_register(Box::new(move || {
                 if let Some(registry) = weak.upgrade() {
-                    registry.hand_off_driver();
+                    // Also to a worker inside `join` or a `block_on` inside
+                    // `block_in_place` when no free worker is parked: they poll sources
+                    // only while some are registered (D5 in sleep/README.md).
+                    registry.hand_off_driver_to_anyone();
                 }
             }));
         }

@@ -14,7 +14,7 @@ use crate::queue::linked_inject::LinkedInject;
 use crate::queue::local;
 use crate::sleep::Sleep;
 use crate::stats::trace::TraceBuffer;
-use crate::stats::{bump, bump_completed, WorkerCounters};
+use crate::stats::{add_always, bump, bump_completed, WorkerCounters};
 use crate::sync::atomic::*;
 use crate::sync::thread::thread_local;
 use crate::sync::{AtomicBool, AtomicUsize, StatAtomicU64 as AtomicU64};
@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The longest a thread that turns the drivers without holding the role sleeps while
-/// sources are registered and nobody holds it (`Registry::unheld_driver_timeout`): the
+/// sources are registered and nobody holds it (`Registry::driving_timeout`): the
 /// latency of readiness then.
 const UNHELD_IO_POLL: Duration = Duration::from_millis(1);
 
@@ -786,12 +786,13 @@ impl Registry {
         self.sleep.wake_free_cold()
     }
 
-    /// [`Registry::hand_off_driver`] for a worker that leaves the role, or enters
-    /// `block_in_place`, and may not come back to turn the drivers soon (it runs a task,
-    /// which may be long, or blocks): with no free worker parked to take the role, it
-    /// wakes one that turns the drivers without taking the role for its sleep
-    /// ([`Registry::wake_to_drive`]). Not after a maintenance turn: a busy worker turns them
-    /// again at its next one.
+    /// [`Registry::hand_off_driver`] for a worker that enters `block_in_place` (it turns no
+    /// drivers at maintenance until it returns) or is switched off, and for a new I/O
+    /// source: with no free
+    /// worker parked to take the role, it wakes one that turns the drivers without taking
+    /// the role for its sleep ([`Registry::wake_to_drive`]), which then polls the sources.
+    /// Not after a park or a maintenance turn: that would wake a worker inside `join` for
+    /// every task the holder runs.
     pub(crate) fn hand_off_driver_to_anyone(&self) -> bool {
         if self.hand_off_driver() {
             return true;
@@ -806,8 +807,8 @@ impl Registry {
     /// Wakes someone to turn the drivers while nobody holds the role: a parked worker
     /// outside `join`, which takes the role when it parks again (D1); else a worker parked
     /// inside `join`; else the threads in `block_on` inside `block_in_place`. These last two
-    /// never take the role for a sleep, but while nobody holds it they sleep no longer than
-    /// the drivers need and turn them when they wake ([`Registry::unheld_driver_timeout`]).
+    /// never take the role for a sleep, but they sleep no longer than the drivers need and
+    /// turn them when they wake ([`Registry::driving_timeout`]).
     /// Returns whether it woke somebody.
     pub(crate) fn wake_to_drive(&self) -> bool {
         if self.sleep.wake_free_cold() || self.sleep.wake_any_cold() {
@@ -820,13 +821,15 @@ impl Registry {
     }
 
     /// How long a thread that turns the drivers but does not hold the role for its sleep (a
-    /// worker parked inside `join`; a `block_on` inside `block_in_place`) may sleep while
-    /// nobody holds the role: until the next timer's deadline, and no longer than
-    /// [`UNHELD_IO_POLL`] while sources are registered, since readiness wakes only the
-    /// role's holder. `None` when nothing needs driving, or when `held_counts` and somebody
-    /// holds the role. Not under loom or shuttle, whose models do not time sleeps.
-    pub(crate) fn unheld_driver_timeout(&self, held_counts: bool) -> Option<Duration> {
-        if cfg!(any(loom, shuttle)) || (held_counts && self.timers.is_driven()) {
+    /// worker parked inside `join`; a `block_on` inside `block_in_place`) may sleep: until
+    /// the next timer's deadline, and, while nobody holds the role and sources are
+    /// registered, no longer than [`UNHELD_IO_POLL`], since readiness wakes only the role's
+    /// holder. `None` when nothing needs driving. Deadlines count even while somebody holds
+    /// the role: the holder may leave it to run work, and then nobody else fires them (a
+    /// hand-off wakes only a free worker: waking these for every one would cost a wake per
+    /// task the holder runs). Not under loom or shuttle, whose models do not time sleeps.
+    pub(crate) fn driving_timeout(&self) -> Option<Duration> {
+        if cfg!(any(loom, shuttle)) {
             return None;
         }
         let timer = self
@@ -835,7 +838,7 @@ impl Registry {
             // A deadline that is due but was not fired: another thread holds the role and
             // is about to. Not a spin while it does.
             .map(|t| t.max(UNHELD_MIN_WAIT));
-        if self.io_live() > 0 {
+        if self.io_live() > 0 && !self.timers.is_driven() {
             Some(timer.map_or(UNHELD_IO_POLL, |t| t.min(UNHELD_IO_POLL)))
         } else {
             timer
@@ -972,7 +975,15 @@ impl Schedule for Arc<Registry> {
         // poll that completes the task was counted before it, in the shared count.
         self.with_own_worker(|worker| {
             if let Some(worker) = worker {
-                bump_completed(&self.counters[worker.index()].tasks_completed);
+                let counters = &self.counters[worker.index()];
+                // A task that finishes here without being polled here (one that a shutdown
+                // by an unhandled panic cancels inline, in another task's poll) counts as a
+                // poll too: a snapshot never shows more tasks finished than polled.
+                // SAFETY: the completer holds a reference to `task`.
+                if worker.polled_id() != Some(unsafe { task.header() }.identity.id) {
+                    add_always(&counters.tasks_polled, 1);
+                }
+                bump_completed(&counters.tasks_completed);
             }
         });
         // Before the task leaves the live list, so that `wait_idle` returns only after the

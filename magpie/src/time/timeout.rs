@@ -86,19 +86,19 @@ impl<F: Future> Future for Timeout<F> {
             let this = self.get_unchecked_mut();
             (Pin::new_unchecked(&mut this.future), &mut this.sleep)
         };
-        let had_budget = coop::has_budget_remaining();
         if let Poll::Ready(output) = future.poll(cx) {
             return Poll::Ready(Ok(output));
         }
-        // A future that spent the whole budget (a loop of ready sleeps, say) would leave
-        // none for the deadline's check, and gets a fresh budget to spend again at its next
-        // poll: the timeout would never elapse. So the check then runs unconstrained (as
-        // tokio's does).
+        // With the budget spent (by the inner future, a loop of ready sleeps say, or by a
+        // sibling polled before us in a `select`), the deadline's check would be refused at
+        // every poll, each of which starts the same way: the timeout would never elapse. So
+        // the check then runs unconstrained. (tokio's covers only the first case; its
+        // `select!` polls branches in random order.)
         let sleep = Pin::new(sleep);
-        let fired = if had_budget && !coop::has_budget_remaining() {
-            coop::unconstrained(|| sleep.poll(cx))
-        } else {
+        let fired = if coop::has_budget_remaining() {
             sleep.poll(cx)
+        } else {
+            coop::unconstrained(|| sleep.poll(cx))
         };
         match fired {
             Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),

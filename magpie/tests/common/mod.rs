@@ -426,3 +426,70 @@ impl Ledger {
         }
     }
 }
+
+/// A runtime of `workers` workers whose threads are named `name-{index}` (for
+/// [`wait_until_asleep`]).
+pub(crate) fn named_runtime(workers: usize, name: &str) -> Runtime {
+    Runtime::builder()
+        .worker_threads(workers)
+        .thread_name(name)
+        .build()
+        .unwrap()
+}
+
+/// The kernel states (`R`, `S`, ...) of this process's worker threads named
+/// `{prefix}-{index}` (not the monitor nor blocking threads), from `/proc/self/task`.
+#[cfg(target_os = "linux")]
+pub(crate) fn thread_states(prefix: &str) -> Vec<char> {
+    let mut states = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let dir = entry.path();
+        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+            continue;
+        };
+        let is_worker = comm
+            .trim_end()
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|index| !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()));
+        if !is_worker {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
+            continue;
+        };
+        // `pid (comm) S ...`: the state follows the last `)`.
+        if let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) {
+            if let Some(state) = rest.trim_start().chars().next() {
+                states.push(state);
+            }
+        }
+    }
+    states
+}
+
+/// Waits until every one of the `n` worker threads `prefix-*` is asleep in the kernel
+/// (state `S`), as seen 20 times in a row, polling `/proc` every millisecond. A
+/// precondition that makes a scenario the interesting one (every worker parked before the
+/// stimulus), not a timing assumption: if it never holds, this fails after [`DEADLINE`].
+#[cfg(target_os = "linux")]
+pub(crate) fn wait_until_asleep(prefix: &str, n: usize) {
+    let mut in_a_row = 0;
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let states = thread_states(prefix);
+        if states.len() == n && states.iter().all(|&s| s == 'S') {
+            in_a_row += 1;
+        } else {
+            in_a_row = 0;
+        }
+        if in_a_row >= 20 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "threads `{prefix}*` never all asleep: {states:?}, expected {n}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

@@ -79,7 +79,7 @@ impl WorkerThread {
     /// the driver role (`poll_drivers`), then sleeps until the next deadline, or at most
     /// `UNHELD_IO_POLL` while sources are registered: readiness wakes the holder of the
     /// role through the poller, and this thread does not hold it while it sleeps
-    /// (`Registry::unheld_driver_timeout`). With no timer and no source it sleeps until its
+    /// (`Registry::driving_timeout`). With no timer and no source it sleeps until its
     /// waker unparks it, or until a timer filed meanwhile that no worker can take unparks
     /// it ([`BlockedWaiters`]).
     pub(crate) fn wait_blocked_on(&self) {
@@ -92,7 +92,7 @@ impl WorkerThread {
             // worker can take it, finds this thread in the list (`Registry::wake_to_drive`).
             let _listed = registry.blocked_waiters.enter();
             self.poll_drivers(crate::sync::time::now());
-            match registry.unheld_driver_timeout(false) {
+            match registry.driving_timeout() {
                 Some(timeout) => std::thread::park_timeout(timeout),
                 None => std::thread::park(),
             }

@@ -98,7 +98,7 @@ impl<'w> IdleLoop<'w> {
             // About to run work, so no longer a candidate for the role: no busy worker holds
             // the driver (sleep/README.md, "The driver role").
             self.left_driver = false;
-            if self.worker.registry.hand_off_driver_to_anyone() {
+            if self.worker.registry.hand_off_driver() {
                 bump(&self.worker.counters.driver_handoffs);
             }
         }
@@ -182,19 +182,20 @@ impl<'w> IdleLoop<'w> {
         }
         // Inside `join` a worker does not take the role for its park (the latch wakes it,
         // and the tasks readiness would wake could not run here before the `join` returns).
-        // But while nobody holds the role it may be the only one left to turn the drivers
-        // (the others blocked or busy in one long poll): it then parks no longer than they
-        // need, and turns them when it wakes (`Registry::wake_to_drive` wakes it for a timer
+        // But it may be the only one left to turn the drivers (the others blocked, or busy
+        // in one long poll, or the holder gone to run work): it parks no longer than the
+        // next deadline (and, while nobody holds the role, than sources need), and turns
+        // them when it wakes (D5; `Registry::wake_to_drive` wakes it for an earlier timer
         // filed meanwhile).
-        let unheld = if self.join_wait {
-            registry.unheld_driver_timeout(true)
+        let driving_timeout = if self.join_wait {
+            registry.driving_timeout()
         } else {
             None
         };
         let timer = if driving {
             registry.timers.park_timeout()
         } else {
-            unheld
+            driving_timeout
         };
         let timeout = match (timer, registry.park_safety_net) {
             (Some(timer), Some(net)) => Some(timer.min(net)),
@@ -238,8 +239,16 @@ impl<'w> IdleLoop<'w> {
             registry.timers.fire_due();
             registry.timers.release();
             self.left_driver = true;
-        } else if unheld.is_some() {
-            worker.poll_drivers(crate::sync::time::now());
+        } else if driving_timeout.is_some() {
+            // A turn only if this thread is needed for one: a deadline passed, or sources
+            // wait with nobody holding the role. A latch's wake while a holder is in place
+            // (the common case) costs a clock read, not an `epoll_wait`.
+            let now = crate::sync::time::now();
+            if registry.timers.is_due(now)
+                || (registry.io_live() > 0 && !registry.timers.is_driven())
+            {
+                worker.poll_drivers(now);
+            }
         }
         match wake {
             Wake::Searching if self.join_wait => self.shed_searching(),

@@ -187,15 +187,23 @@ impl WorkerThread {
     /// injected while the task waits in a `join`. The polling word (task/id.rs, "The
     /// current task") is cleared meanwhile, so that neither `task::try_id` nor the stall
     /// monitor puts the job in the task; the task dump shows the task as scheduled then.
-    /// Jobs do not unwind (each catches its own panic), so the word is restored.
+    /// What the job leaves on this worker's deque (a scope's spawns land on the deque of
+    /// the worker that ran the spawning job, which returns without waiting for them) is no
+    /// part of the task either: it runs here too, before the word comes back. Jobs do not
+    /// unwind (each catches its own panic), so the word is restored.
     fn execute_outside_task(&self, job: JobRef) {
         // Relaxed, all three: this worker's own word.
         let polling = self.counters.polling.load(Relaxed);
         if polling == 0 {
             return self.execute(job);
         }
+        let mark = self.deque.mark();
         self.counters.polling.store(0, Relaxed);
         self.execute(job);
+        while let Some(ptr) = self.deque.pop_above(mark) {
+            // SAFETY: only `JobRef::as_ptr` values are pushed (see `push`).
+            self.execute(unsafe { JobRef::from_ptr(ptr) });
+        }
         self.counters.polling.store(polling, Relaxed);
     }
 
@@ -394,8 +402,9 @@ impl WorkerThread {
             // We may have driven the timers last (we released the role when we woke); an
             // active worker that parked meanwhile parked without a timeout. Make sure one
             // takes the role: one that parks from now on finds it free (`IdleLoop::park`
-            // tries after setting its idle bit); one parked already is woken.
-            registry.hand_off_driver();
+            // tries after setting its idle bit); one parked already is woken, inside `join`
+            // too if no other is parked (D5: it may be the only active worker left).
+            registry.hand_off_driver_to_anyone();
             if registry.is_terminating() {
                 break true;
             }
