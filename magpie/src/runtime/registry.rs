@@ -794,6 +794,10 @@ impl Registry {
     /// Not after a park or a maintenance turn: that would wake a worker inside `join` for
     /// every task the holder runs.
     pub(crate) fn hand_off_driver_to_anyone(&self) -> bool {
+        // The negative control of `hand_off_driver` covers this one too.
+        if cfg!(magpie_shuttle_broken) {
+            return false;
+        }
         if self.hand_off_driver() {
             return true;
         }
