@@ -14,38 +14,16 @@ mod common;
 use std::cmp::Ordering;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::deadline::Deadline;
-use common::{panic_message, runtime, SplitMix64};
+use common::{panic_message, planned_panic, quiet_planned_panics, runtime, SplitMix64, PLANNED};
 use magpie::prelude::*;
 use magpie::Runtime;
 
 /// How long any one test here may take before the process aborts (a hang becomes a failure).
 const LIMIT: Duration = Duration::from_secs(60);
-
-/// The message of every panic these tests cause on purpose.
-const PLANNED: &str = "planned panic";
-
-/// Keeps the planned panics out of the test output (there are thousands); every other panic
-/// still prints.
-fn quiet_planned_panics() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default = panic::take_hook();
-        panic::set_hook(Box::new(move |info| {
-            let planned = info.payload().downcast_ref::<&str>() == Some(&PLANNED);
-            if !planned {
-                default(info);
-            }
-        }));
-    });
-}
-
-fn planned_panic() -> ! {
-    panic::panic_any(PLANNED)
-}
 
 // ---------------------------------------------------------------------------------------------
 // Sorts

@@ -16,36 +16,18 @@ mod common;
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::deadline::Deadline;
-use common::{panic_message, payload_text, runtime, SplitMix64};
+use common::{
+    panic_message, payload_text, planned_panic, quiet_planned_panics, runtime, SplitMix64, PLANNED,
+};
 use magpie::iter::plumbing::{Producer, ProducerCallback};
 use magpie::prelude::*;
 
 /// How long any one test here may take before the process aborts (a hang becomes a failure).
 const LIMIT: Duration = Duration::from_secs(120);
-
-/// The message of every panic these tests cause on purpose.
-const PLANNED: &str = "planned panic";
-
-fn quiet_planned_panics() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default = panic::take_hook();
-        panic::set_hook(Box::new(move |info| {
-            let planned = info.payload().downcast_ref::<&str>() == Some(&PLANNED);
-            if !planned {
-                default(info);
-            }
-        }));
-    });
-}
-
-fn planned_panic() -> ! {
-    panic::panic_any(PLANNED)
-}
 
 /// `usize::MAX` units in no memory (a `Vec<()>` has capacity `usize::MAX` without allocating).
 #[allow(clippy::uninit_vec)]

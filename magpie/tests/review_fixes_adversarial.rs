@@ -14,6 +14,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+#[cfg(target_os = "linux")]
+use common::limits::{all_threads_again, become_unprivileged, no_more_threads};
 use common::{named_runtime, panic_message, runtime, wait_until_asleep, DEADLINE};
 use magpie::task::block_in_place;
 use magpie::time::{sleep, sleep_until};
@@ -566,87 +568,6 @@ fn in_child(name: &str) {
         out.stdout,
         out.stderr
     );
-}
-
-#[cfg(target_os = "linux")]
-fn set_limit(resource: libc::__rlimit_resource_t, soft: u64) {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid out-pointer.
-    assert_eq!(unsafe { libc::getrlimit(resource, &mut limit) }, 0);
-    limit.rlim_cur = soft.min(limit.rlim_max) as libc::rlim_t;
-    // SAFETY: a valid pointer to an initialised rlimit.
-    let rc = unsafe { libc::setrlimit(resource, &limit) };
-    assert_eq!(rc, 0, "setrlimit: {}", std::io::Error::last_os_error());
-}
-
-#[cfg(target_os = "linux")]
-fn hard_limit(resource: libc::__rlimit_resource_t) -> u64 {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid out-pointer.
-    assert_eq!(unsafe { libc::getrlimit(resource, &mut limit) }, 0);
-    limit.rlim_max
-}
-
-/// As in `runtime_adversarial.rs`: drops root so that `RLIMIT_NPROC` binds.
-#[cfg(target_os = "linux")]
-fn become_unprivileged(uid: u32) -> bool {
-    // SAFETY: plain system calls; glibc applies them to every thread.
-    unsafe {
-        if libc::geteuid() != 0 {
-            return true;
-        }
-        libc::setresgid(uid, uid, uid) == 0 && libc::setresuid(uid, uid, uid) == 0
-    }
-}
-
-/// As in `runtime_adversarial.rs`: exactly `extra` more threads may start.
-#[cfg(target_os = "linux")]
-fn allow_more_threads(extra: usize) {
-    set_limit(libc::RLIMIT_NPROC, (common::thread_count() + extra) as u64);
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let release_rx = Arc::new(Mutex::new(release_rx));
-    let mut started = Vec::new();
-    loop {
-        let rx = release_rx.clone();
-        match std::thread::Builder::new()
-            .stack_size(64 << 10)
-            .spawn(move || {
-                let _ = rx.lock().unwrap().recv();
-            }) {
-            Ok(handle) => started.push(handle),
-            Err(_) => break,
-        }
-        assert!(started.len() <= extra + 64, "RLIMIT_NPROC does not bind");
-    }
-    drop(release_tx);
-    let got = started.len();
-    for handle in started {
-        handle.join().unwrap();
-    }
-    let before = common::thread_count();
-    common::assert_thread_count_returns_to(before, "calibration threads");
-    let shifted = (common::thread_count() + extra) as i64 + (extra as i64 - got as i64);
-    set_limit(libc::RLIMIT_NPROC, shifted.max(0) as u64);
-}
-
-#[cfg(target_os = "linux")]
-fn no_more_threads() {
-    allow_more_threads(0);
-    assert!(
-        std::thread::Builder::new().spawn(|| ()).is_err(),
-        "a thread still starts"
-    );
-}
-
-#[cfg(target_os = "linux")]
-fn all_threads_again() {
-    set_limit(libc::RLIMIT_NPROC, hard_limit(libc::RLIMIT_NPROC));
 }
 
 /// With one blocking thread busy and no new thread possible, spawns from four threads at

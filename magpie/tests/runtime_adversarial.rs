@@ -16,6 +16,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Barrier, Mutex, OnceLock};
 use std::time::Duration;
 
+use common::limits::{
+    all_threads_again, allow_more_threads, become_unprivileged, no_more_threads, set_limit,
+};
 use common::{
     assert_thread_count_returns_to, child_test, fib, is_child, panic_message, payload_text,
     run_child, thread_count, Ledger, Watchdog,
@@ -38,29 +41,6 @@ fn in_child(name: &str) {
         out.stdout,
         out.stderr
     );
-}
-
-fn set_limit(resource: libc::__rlimit_resource_t, soft: u64) {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid out-pointer.
-    assert_eq!(unsafe { libc::getrlimit(resource, &mut limit) }, 0);
-    limit.rlim_cur = soft.min(limit.rlim_max) as libc::rlim_t;
-    // SAFETY: a valid pointer to an initialised rlimit.
-    let rc = unsafe { libc::setrlimit(resource, &limit) };
-    assert_eq!(rc, 0, "setrlimit: {}", std::io::Error::last_os_error());
-}
-
-fn hard_limit(resource: libc::__rlimit_resource_t) -> u64 {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid out-pointer.
-    assert_eq!(unsafe { libc::getrlimit(resource, &mut limit) }, 0);
-    limit.rlim_max
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -168,63 +148,6 @@ fn open_fds_without_dir(_held: &[std::fs::File]) -> usize {
 // ---------------------------------------------------------------------------------------------
 // Threads exhausted: RLIMIT_NPROC, as an unprivileged user (root ignores the limit)
 // ---------------------------------------------------------------------------------------------
-
-/// Drops root (the limit does not bind a process with CAP_SYS_RESOURCE or CAP_SYS_ADMIN), so
-/// that `RLIMIT_NPROC` counts this process's threads. Each child takes a user id of its own
-/// (`uid`), since the limit counts every thread of the user and the children run at once.
-/// Returns false where it cannot.
-fn become_unprivileged(uid: u32) -> bool {
-    // SAFETY: plain system calls; glibc applies them to every thread.
-    unsafe {
-        if libc::geteuid() != 0 {
-            return true;
-        }
-        libc::setresgid(uid, uid, uid) == 0 && libc::setresuid(uid, uid, uid) == 0
-    }
-}
-
-/// Sets `RLIMIT_NPROC` so that exactly `extra` more threads can start, calibrated by starting
-/// threads until the OS refuses (other processes of the same user would shift the count).
-fn allow_more_threads(extra: usize) {
-    set_limit(libc::RLIMIT_NPROC, (thread_count() + extra) as u64);
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let release_rx = Arc::new(Mutex::new(release_rx));
-    let mut started = Vec::new();
-    loop {
-        let rx = release_rx.clone();
-        match std::thread::Builder::new()
-            .stack_size(64 << 10)
-            .spawn(move || {
-                let _ = rx.lock().unwrap().recv();
-            }) {
-            Ok(handle) => started.push(handle),
-            Err(_) => break,
-        }
-        assert!(started.len() <= extra + 64, "RLIMIT_NPROC does not bind");
-    }
-    drop(release_tx);
-    let got = started.len();
-    for handle in started {
-        handle.join().unwrap();
-    }
-    let before = thread_count();
-    assert_thread_count_returns_to(before, "calibration threads");
-    // Shift the limit by what the calibration found.
-    let shifted = (thread_count() + extra) as i64 + (extra as i64 - got as i64);
-    set_limit(libc::RLIMIT_NPROC, shifted.max(0) as u64);
-}
-
-fn no_more_threads() {
-    allow_more_threads(0);
-    assert!(
-        std::thread::Builder::new().spawn(|| ()).is_err(),
-        "a thread still starts"
-    );
-}
-
-fn all_threads_again() {
-    set_limit(libc::RLIMIT_NPROC, hard_limit(libc::RLIMIT_NPROC));
-}
 
 /// Whichever thread the OS refuses (a worker, a compensation slot, the stall monitor),
 /// `build` fails with `Spawn` naming it, and every thread started is joined.

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use magpie::Runtime;
 
 pub(crate) mod deadline;
+#[cfg(target_os = "linux")]
+pub(crate) mod limits;
 
 /// The environment variable that puts a test binary in one of its child modes.
 pub(crate) const CHILD_ENV: &str = "MAGPIE_TEST_CHILD";
@@ -492,4 +494,27 @@ pub(crate) fn wait_until_asleep(prefix: &str, n: usize) {
         );
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// The message of every panic a test causes on purpose (see [`quiet_planned_panics`]).
+pub(crate) const PLANNED: &str = "planned panic";
+
+/// Keeps the planned panics out of the test output (there may be thousands); every other
+/// panic still prints.
+pub(crate) fn quiet_planned_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            let planned = info.payload().downcast_ref::<&str>() == Some(&PLANNED);
+            if !planned {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// Panics with [`PLANNED`].
+pub(crate) fn planned_panic() -> ! {
+    panic::panic_any(PLANNED)
 }
