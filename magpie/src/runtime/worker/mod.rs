@@ -337,22 +337,23 @@ impl WorkerThread {
         let watched = !self.is_blocking();
         while !latch.probe() {
             // This worker's own deque first: what it holds belongs to the frames that wait
-            // here (`find_work` empties it before a task's poll starts), so a task's id
+            // here (`find_work` empties it before a task's poll starts, and
+            // `execute_outside_task` runs what a foreign job leaves on it), so a task's id
             // stays on; jobs from elsewhere run outside the task.
-            if let Some(job) = self.pop() {
+            let found = match self.pop() {
+                Some(job) => Some((job, true)),
+                None => self.find_other_job().map(|job| (job, false)),
+            };
+            if let Some((job, own)) = found {
                 idle.found_work();
                 if watched {
                     self.begin_unit();
                 }
-                self.execute(job);
-                continue;
-            }
-            if let Some(job) = self.find_other_job() {
-                idle.found_work();
-                if watched {
-                    self.begin_unit();
+                if own {
+                    self.execute(job);
+                } else {
+                    self.execute_outside_task(job);
                 }
-                self.execute_outside_task(job);
                 continue;
             }
             if !idle.spin() {
