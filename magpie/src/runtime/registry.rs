@@ -788,11 +788,10 @@ impl Registry {
 
     /// [`Registry::hand_off_driver`] for a worker that enters `block_in_place` (it turns no
     /// drivers at maintenance until it returns) or is switched off, and for a new I/O
-    /// source: with no free
-    /// worker parked to take the role, it wakes one that turns the drivers without taking
-    /// the role for its sleep ([`Registry::wake_to_drive`]), which then polls the sources.
-    /// Not after a park or a maintenance turn: that would wake a worker inside `join` for
-    /// every task the holder runs.
+    /// source: with no free worker parked to take the role, it wakes one that turns the
+    /// drivers without taking the role for its sleep ([`Registry::wake_to_drive`]), which
+    /// then polls the sources. Not after a park or a maintenance turn: that would wake a
+    /// worker inside `join` for every task the holder runs.
     pub(crate) fn hand_off_driver_to_anyone(&self) -> bool {
         // The negative control of `hand_off_driver` covers this one too.
         if cfg!(magpie_shuttle_broken) {
@@ -812,8 +811,8 @@ impl Registry {
     /// outside `join`, which takes the role when it parks again (D1); else a worker parked
     /// inside `join`; else the threads in `block_on` inside `block_in_place`. These last two
     /// never take the role for a sleep, but they sleep no longer than the drivers need and
-    /// turn them when they wake ([`Registry::driving_timeout`]).
-    /// Returns whether it woke somebody.
+    /// turn them when they wake ([`Registry::driving_timeout`]). Returns whether it woke
+    /// somebody.
     pub(crate) fn wake_to_drive(&self) -> bool {
         if self.sleep.wake_free_cold() || self.sleep.wake_any_cold() {
             return true;
