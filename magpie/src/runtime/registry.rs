@@ -768,6 +768,12 @@ impl Registry {
     /// driver), wakes one, which takes the role when it parks again. Returns whether it woke
     /// one. This is the driver hand-off of sleep/README.md ("The driver role").
     pub(crate) fn hand_off_driver(&self) -> bool {
+        self.role_left_unheld() && self.sleep.has_parked_free() && self.sleep.wake_free_cold()
+    }
+
+    /// The first half of every hand-off: whether nobody holds the driver role while
+    /// something needs driving (a registered source or a filed timer).
+    fn role_left_unheld(&self) -> bool {
         // A negative control for the shuttle scenarios (`--cfg magpie_shuttle_broken`): no
         // hand-off at all, which `shuttle_driver_hand_off_to_parked_worker` must report (the
         // worker that could wait in the driver stays parked on its parker while the other
@@ -776,14 +782,12 @@ impl Registry {
             return false;
         }
         // SeqCst: the release of the role (a SeqCst store), or the registration, comes
-        // before the loads below. Pairs with `register_parked`'s heavy barrier: a parker
-        // sets its idle bit, then tries the role; either its `try_drive` finds the role
-        // free, or our load of its bit below sees it.
+        // before the loads below and the caller's. Pairs with `register_parked`'s heavy
+        // barrier: a parker sets its idle bit, then tries the role; either its `try_drive`
+        // finds the role free, or the caller's load of its bit sees it. (D5's sleepers
+        // publish themselves before the fence in `Driver::park_timeout` the same way.)
         fence(SeqCst);
-        if self.timers.is_driven() || !self.driver_needed() || !self.sleep.has_parked_free() {
-            return false;
-        }
-        self.sleep.wake_free_cold()
+        !self.timers.is_driven() && self.driver_needed()
     }
 
     /// [`Registry::hand_off_driver`] for a worker that enters `block_in_place` (it turns no
@@ -793,18 +797,7 @@ impl Registry {
     /// then polls the sources. Not after a park or a maintenance turn: that would wake a
     /// worker inside `join` for every task the holder runs.
     pub(crate) fn hand_off_driver_to_anyone(&self) -> bool {
-        // The negative control of `hand_off_driver` covers this one too.
-        if cfg!(magpie_shuttle_broken) {
-            return false;
-        }
-        if self.hand_off_driver() {
-            return true;
-        }
-        // SeqCst: as in `hand_off_driver` (its fence came before these loads too).
-        if self.timers.is_driven() || !self.driver_needed() {
-            return false;
-        }
-        self.wake_to_drive()
+        self.role_left_unheld() && self.wake_to_drive()
     }
 
     /// Wakes someone to turn the drivers while nobody holds the role: a parked worker

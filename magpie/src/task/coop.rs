@@ -23,21 +23,23 @@ thread_local! {
 /// nest: `block_on` inside a blocking task, a job inside a task's poll).
 #[inline]
 pub(crate) fn with_budget<R>(f: impl FnOnce() -> R) -> R {
-    // One look-up of the thread-local for both the grant and the restore (an unwinding `f`
-    // restores too).
-    LEFT.with(|left| {
-        let _restore = Restore(left, left.replace(Some(BUDGET)));
-        f()
-    })
+    with_left(Some(BUDGET), f)
 }
 
-/// Puts a poll's budget back when dropped (also on unwind).
-struct Restore<'a>(&'a Cell<Option<u8>>, Option<u8>);
-
-impl Drop for Restore<'_> {
-    fn drop(&mut self) {
-        self.0.set(self.1);
+/// Runs `f` with `left` as the poll's budget, and the previous one back afterwards: one
+/// look-up of the thread-local for both, and an unwinding `f` restores too.
+#[inline]
+fn with_left<R>(left: Option<u8>, f: impl FnOnce() -> R) -> R {
+    struct Restore<'a>(&'a Cell<Option<u8>>, Option<u8>);
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            self.0.set(self.1);
+        }
     }
+    LEFT.with(|cell| {
+        let _restore = Restore(cell, cell.replace(left));
+        f()
+    })
 }
 
 /// One unit of progress, granted or refused. Dropped without [`Coop::made_progress`], the
@@ -104,10 +106,7 @@ pub(crate) fn has_budget_remaining() -> bool {
 /// Runs `f` with no budget (nothing refused), restoring the poll's budget afterwards, also
 /// if `f` unwinds: for a check that must not wait behind the budget (`Timeout`'s deadline).
 pub(crate) fn unconstrained<R>(f: impl FnOnce() -> R) -> R {
-    LEFT.with(|left| {
-        let _restore = Restore(left, left.replace(None));
-        f()
-    })
+    with_left(None, f)
 }
 
 #[cfg(all(test, not(loom)))]

@@ -240,15 +240,11 @@ impl<'w> IdleLoop<'w> {
             registry.timers.release();
             self.left_driver = true;
         } else if driving_timeout.is_some() {
-            // A turn only if this thread is needed for one: a deadline passed, or sources
-            // wait with nobody holding the role. A latch's wake while a holder is in place
-            // (the common case) costs a clock read, not an `epoll_wait`.
-            let now = crate::sync::time::now();
-            if registry.timers.is_due(now)
-                || (registry.io_live() > 0 && !registry.timers.is_driven())
-            {
-                worker.poll_drivers(now);
-            }
+            // A turn only if a deadline passed, or sources wait and the role is free
+            // (`poll_drivers` checks both): a latch's wake while a holder is in place, the
+            // common case, costs a clock read (and, with sources registered, a failed
+            // `try_drive`), not an `epoll_wait`.
+            worker.poll_drivers(crate::sync::time::now());
         }
         match wake {
             Wake::Searching if self.join_wait => self.shed_searching(),
