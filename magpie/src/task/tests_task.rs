@@ -306,6 +306,152 @@ fn wake_during_poll_reschedules_once() {
     assert_eq!((drops.get(), rt.freed(), live_tasks()), (1, 1, 0));
 }
 
+// The self-wake path (waker.rs, "Waking oneself"): a wake by reference of the task being
+// polled, from its own poll, is only marked; the poller's `transition_to_idle` sets NOTIFIED.
+
+#[test]
+fn self_wake_then_ready_runs_once() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls) = (DropCount::default(), Arc::new(AtomicUsize::new(0)));
+    let handle = rt.spawn(future(&drops, &polls, |cx: &mut Context<'_>| {
+        cx.waker().wake_by_ref();
+        Poll::Ready(4)
+    }));
+    assert_eq!(rt.run_until_idle(), 1, "a completed task is not requeued");
+    assert_eq!(block_on(handle).unwrap(), 4);
+    assert_eq!(polls.load(SeqCst), 1);
+    assert_eq!((drops.get(), rt.freed(), live_tasks()), (1, 1, 0));
+}
+
+#[test]
+fn self_wake_then_abort_during_the_poll_cancels() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls) = (DropCount::default(), Arc::default());
+    let handle: Arc<Mutex<Option<JoinHandle<u32>>>> = Arc::default();
+    let h = handle.clone();
+    *lock(&handle) = Some(
+        rt.spawn(future(&drops, &polls, move |cx: &mut Context<'_>| {
+            cx.waker().wake_by_ref();
+            lock(&h).as_ref().unwrap().abort();
+            Poll::Pending
+        })),
+    );
+    assert_eq!(rt.run_until_idle(), 1, "cancelled, not requeued");
+    assert_eq!(drops.get(), 1);
+    let handle = lock(&handle).take().unwrap();
+    assert!(block_on(handle).unwrap_err().is_cancelled());
+    assert_eq!((rt.freed(), live_tasks()), (1, 0));
+}
+
+#[test]
+fn self_wake_from_another_thread_during_the_poll_takes_the_ordinary_path() {
+    let _s = serial();
+    let rt = Runtime::default();
+    let (drops, polls) = (DropCount::default(), Arc::new(AtomicUsize::new(0)));
+    let p = polls.clone();
+    let handle = rt.spawn(future(&drops, &polls, move |cx: &mut Context<'_>| {
+        if p.load(SeqCst) == 1 {
+            // Not this thread's poll: the wake sets NOTIFIED on the running task itself.
+            let waker = cx.waker();
+            thread::scope(|s| {
+                s.spawn(move || waker.wake_by_ref());
+            });
+            Poll::Pending
+        } else {
+            Poll::Ready(5)
+        }
+    }));
+    assert_eq!(
+        rt.run_until_idle(),
+        2,
+        "requeued once by the other thread's wake"
+    );
+    assert_eq!(block_on(handle).unwrap(), 5);
+    assert_eq!((drops.get(), rt.freed(), live_tasks()), (1, 1, 0));
+}
+
+/// Polls a task that, in its first poll, optionally wakes itself by reference, then runs
+/// another task's polls nested in its own on the same thread; that inner task wakes itself
+/// and optionally wakes the outer one by reference. Returns how many runs the outer task
+/// got.
+fn nested_self_wakes(outer_wakes_itself: bool, inner_wakes_outer: bool) -> usize {
+    let rt = std::sync::Arc::new(Runtime::default());
+    let (drops, polls) = (DropCount::default(), Arc::new(AtomicUsize::new(0)));
+    let (inner_drops, inner_polls) = (DropCount::default(), Arc::new(AtomicUsize::new(0)));
+    let outer_waker: std::sync::Arc<Mutex<Option<Waker>>> = Default::default();
+    let (p, nested_rt, ow) = (polls.clone(), rt.clone(), outer_waker.clone());
+    let (id, ip, iw) = (
+        inner_drops.clone(),
+        inner_polls.clone(),
+        outer_waker.clone(),
+    );
+    let outer = rt.spawn(future(&drops, &polls, move |cx: &mut Context<'_>| {
+        if p.load(SeqCst) > 1 {
+            return Poll::Ready(1);
+        }
+        *lock(&ow) = Some(cx.waker().clone());
+        if outer_wakes_itself {
+            cx.waker().wake_by_ref();
+        }
+        let (count, iw) = (ip.clone(), iw.clone());
+        let inner = nested_rt.spawn(future(&id, &ip, move |cx: &mut Context<'_>| {
+            if count.load(SeqCst) == 1 {
+                cx.waker().wake_by_ref();
+                if inner_wakes_outer {
+                    lock(&iw).as_ref().unwrap().wake_by_ref();
+                }
+                Poll::Pending
+            } else {
+                Poll::Ready(2)
+            }
+        }));
+        assert_eq!(
+            nested_rt.run_until_idle(),
+            2,
+            "the inner task woke itself once"
+        );
+        assert_eq!(block_on(inner).unwrap(), 2);
+        Poll::Pending
+    }));
+    let runs = rt.run_until_idle();
+    if runs == 2 {
+        assert_eq!(block_on(outer).unwrap(), 1);
+    } else {
+        drop(outer);
+    }
+    drop(lock(&outer_waker).take());
+    assert_eq!(rt.run_until_idle(), 0, "no stray Notified left queued");
+    assert_eq!(inner_polls.load(SeqCst), 2);
+    assert_eq!((drops.get(), inner_drops.get()), (1, 1));
+    assert_eq!((rt.freed(), live_tasks()), (2, 0));
+    runs
+}
+
+#[test]
+fn self_wake_survives_a_nested_poll_on_the_same_thread() {
+    let _s = serial();
+    // The outer task's mark is kept across the inner task's poll, whose own mark is its
+    // own: the outer task runs again once.
+    assert_eq!(nested_self_wakes(true, false), 2);
+}
+
+#[test]
+fn waking_an_outer_task_from_a_nested_poll_takes_the_ordinary_path() {
+    let _s = serial();
+    // The inner poll wakes the outer task, running one frame up: its NOTIFIED is set (not
+    // the inner task's mark), so the outer task runs again once.
+    assert_eq!(nested_self_wakes(false, true), 2);
+    assert_eq!(nested_self_wakes(true, true), 2, "two wakes, one requeue");
+}
+
+#[test]
+fn a_nested_poll_without_wakes_leaves_the_outer_task_idle() {
+    let _s = serial();
+    assert_eq!(nested_self_wakes(false, false), 1);
+}
+
 #[test]
 fn join_waker_is_replaced_and_woken_once() {
     let _s = serial();
