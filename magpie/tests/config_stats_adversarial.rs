@@ -509,7 +509,10 @@ fn stall_report_child() {
     if !common::is_child(STDERR_CHILD) {
         return;
     }
-    let panics: &'static Mutex<Vec<String>> = Box::leak(Box::new(Mutex::new(Vec::new())));
+    // A static, not a leaked box: libtest drops the panic hook after the last test, which
+    // would leave a box unreachable (a leak to LeakSanitizer).
+    static PANICS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let panics = &PANICS;
     std::panic::set_hook(Box::new(move |info| {
         let thread = std::thread::current().name().unwrap_or("?").to_owned();
         panics.lock().unwrap().push(format!("{thread}: {info}"));
