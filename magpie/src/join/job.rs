@@ -115,7 +115,11 @@ where
     /// The caller must keep `self` in place until the job has run: either by taking it back
     /// from its queue (and calling [`StackJob::run_inline`]) or by waiting on its latch.
     pub(crate) fn as_job_ref(&self) -> JobRef {
-        JobRef(NonNull::from(&self.header))
+        // From `self`, not `&self.header`: `execute` reaches the whole job through this
+        // pointer (`func`, `result`, `latch`), and a pointer made from a reference to the
+        // header alone may access only the header (Stacked and Tree Borrows). `header` is
+        // at offset 0 (`#[repr(C)]`).
+        JobRef(NonNull::from(self).cast::<JobHeader>())
     }
 
     /// The `execute` entry of the header: runs the closure, stores its outcome, sets the
@@ -238,5 +242,27 @@ where
         let guard = AbortIfPanic;
         (job.func)();
         std::mem::forget(guard);
+    }
+}
+
+#[cfg(all(test, not(loom), not(shuttle)))]
+mod tests {
+    use super::StackJob;
+    use crate::join::latch::LockLatch;
+
+    /// A `StackJob` executed through its type-erased `JobRef`, as a thief does: `execute`
+    /// reaches the job's `func`, `result` and `latch` through the header pointer, so that
+    /// pointer must carry the whole job's provenance (Miri: run with and without
+    /// `-Zmiri-tree-borrows`).
+    #[test]
+    fn stack_job_runs_through_its_job_ref() {
+        let data = [1u32, 2, 3];
+        let job = StackJob::new(|| data.iter().sum::<u32>(), LockLatch::new());
+        let job_ref = job.as_job_ref();
+        // SAFETY: executed once, while `job` is live on this frame.
+        unsafe { job_ref.execute() };
+        job.latch.wait();
+        // SAFETY: the latch was observed set above.
+        assert_eq!(unsafe { job.into_result() }, 6);
     }
 }

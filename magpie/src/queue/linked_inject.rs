@@ -120,9 +120,10 @@ pub(crate) unsafe trait Linked: Sized {
 /// The `head` value of a closed queue. Never a node: a node holds a pointer (its link), so
 /// it is at least pointer-aligned and cannot live at address 1. It is only compared, never
 /// dereferenced. (`ptr::without_provenance_mut` says this better, from Rust 1.84; the MSRV
-/// is 1.80.)
+/// is 1.80.) Made from null rather than cast from an integer, so that it carries no
+/// provenance and Miri needs no exposed-provenance fallback (`-Zmiri-strict-provenance`).
 fn closed<T>() -> *mut T {
-    1 as *mut T
+    ptr::null_mut::<T>().wrapping_byte_add(1)
 }
 
 /// Reads `node`'s link.

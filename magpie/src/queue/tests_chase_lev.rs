@@ -12,7 +12,11 @@ use crate::sync::barrier::Barrier;
 use crate::sync::{Arc, AtomicBool, AtomicUsize};
 
 /// Items pushed by each stress test; 10^6 takes too long unoptimised on a small machine.
-const STRESS_ITEMS: usize = if cfg!(debug_assertions) {
+/// Miri interprets ~100x slower than a debug build: a few thousand items still make every
+/// path (growth, the last-item CAS, the barrier) race many times.
+const STRESS_ITEMS: usize = if cfg!(miri) {
+    2_000
+} else if cfg!(debug_assertions) {
     100_000
 } else {
     1_000_000
@@ -448,7 +452,8 @@ fn stress_growth_under_contention() {
 fn stress_many_fresh_deques_grow_while_stolen_from() {
     // Growth happens only in a deque's first bursts; run many short lives so that thieves
     // often hold a stale buffer pointer while the owner replaces it.
-    for _ in 0..200 {
+    // Fewer lives under Miri (see STRESS_ITEMS).
+    for _ in 0..if cfg!(miri) { 5 } else { 200 } {
         stress(2, 600, bursts(300));
     }
 }

@@ -51,9 +51,15 @@ where
 {
     vec.reserve(len);
     let start = vec.len();
-    let target = &mut vec.spare_capacity_mut()[..len];
+    // One raw pointer for the whole target, split by offset: a merged `CollectResult`
+    // drops (on unwind) slots that another piece wrote, so every piece's pointer must carry
+    // the whole target's provenance, not that of a `split_at_mut` part of it.
+    let target = vec.spare_capacity_mut()[..len]
+        .as_mut_ptr()
+        .cast::<I::Item>();
     let result = iter.drive_unindexed(CollectConsumer {
-        target,
+        start: target,
+        len,
         marker: PhantomData,
     });
     let written = result.initialized;
@@ -76,11 +82,17 @@ fn append_list<T>(vec: &mut Vec<T>, list: LinkedList<Vec<T>>) {
     }
 }
 
-/// Writes items into a range of uninitialized slots.
+/// Writes items into a range of uninitialized slots: `start .. start + len`, a part of the
+/// target of `collect_indexed`, with the provenance of the whole target.
 struct CollectConsumer<'c, T> {
-    target: &'c mut [MaybeUninit<T>],
-    marker: PhantomData<&'c mut T>,
+    start: *mut T,
+    len: usize,
+    marker: PhantomData<&'c mut [MaybeUninit<T>]>,
 }
+
+// SAFETY: the consumer stands for exclusive access to its slots, like the
+// `&mut [MaybeUninit<T>]` it replaces; sending it sends the right to write `T`s there.
+unsafe impl<'c, T: Send> Send for CollectConsumer<'c, T> {}
 
 impl<'c, T: Send> Consumer<T> for CollectConsumer<'c, T> {
     type Folder = CollectResult<'c, T>;
@@ -88,14 +100,20 @@ impl<'c, T: Send> Consumer<T> for CollectConsumer<'c, T> {
     type Result = CollectResult<'c, T>;
 
     fn split_at(self, index: usize) -> (Self, Self, CollectReducer) {
-        let (left, right) = self.target.split_at_mut(index);
+        assert!(
+            index <= self.len,
+            "collect: split past the end of the target"
+        );
         (
             CollectConsumer {
-                target: left,
+                start: self.start,
+                len: index,
                 marker: PhantomData,
             },
             CollectConsumer {
-                target: right,
+                // SAFETY: `index <= len`: within the target or one past its end.
+                start: unsafe { self.start.add(index) },
+                len: self.len - index,
                 marker: PhantomData,
             },
             CollectReducer,
@@ -104,8 +122,8 @@ impl<'c, T: Send> Consumer<T> for CollectConsumer<'c, T> {
 
     fn into_folder(self) -> CollectResult<'c, T> {
         CollectResult {
-            start: self.target.as_mut_ptr().cast::<T>(),
-            len: self.target.len(),
+            start: self.start,
+            len: self.len,
             initialized: 0,
             marker: PhantomData,
         }
@@ -132,7 +150,7 @@ impl<'c, T: Send> UnindexedConsumer<T> for CollectConsumer<'c, T> {
 /// 1. the slots `start .. start + initialized` hold items this result owns, and
 ///    `initialized <= len`;
 /// 2. the slots `start .. start + len` belong to this result alone (they came from disjoint
-///    `split_at_mut`s of one target).
+///    splits of one target).
 struct CollectResult<'c, T> {
     start: *mut T,
     len: usize,

@@ -262,13 +262,18 @@ mod tests {
     }
 
     pub(super) fn with_pools(f: impl Fn() + Send + Sync) {
-        for workers in [1, 2, 4] {
+        with_pools_of(&[1, 2, 4], f);
+    }
+
+    pub(super) fn with_pools_of(pools: &[usize], f: impl Fn() + Send + Sync) {
+        for &workers in pools {
             let rt = Runtime::builder().worker_threads(workers).build().unwrap();
             rt.install(&f);
         }
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri: see small_parallel_sorts")]
     fn sort_matches_std() {
         with_pools(|| {
             for &kind in PATTERNS {
@@ -288,6 +293,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri: see small_parallel_sorts")]
     fn sort_descending_comparator_and_large() {
         with_pools(|| {
             let input = pattern("random", 1 << 20, 2);
@@ -332,6 +338,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri: see small_parallel_sorts")]
     fn sort_wide_elements() {
         // The quicksort's three partitions: cyclic (16 bytes), blocks (32, 96), swapping
         // misplaced pairs (128).
@@ -344,6 +351,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri: see small_parallel_sorts")]
     fn sort_outside_a_runtime_and_zero_sized() {
         let mut v = pattern("random", 50_000, 3);
         par_quicksort(&mut v, &|a, b| a < b);
@@ -355,6 +363,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri: see small_parallel_sorts")]
     fn mergesort_is_stable() {
         with_pools(|| {
             for &n in &LENGTHS[..LENGTHS.len() - 1] {
@@ -479,11 +488,37 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri: see small_parallel_sorts")]
     fn panicking_comparator_leaves_a_permutation() {
         with_pools(|| {
             panics_at_every_stage::<0>(&["random", "mod4", "sorted", "reversed", "nearly"]);
             panics_at_every_stage::<2>(&["random", "mod4"]);
             panics_at_every_stage::<12>(&["random", "mod4"]);
+        });
+    }
+
+    /// The parallel paths of both sorts at the smallest sizes that reach them on 2 workers
+    /// (16385: two merge levels and a parallel merge; 8193: one level, whose children sort
+    /// into the buffer), and a comparator that panics in a leaf, on 16-byte elements (the quicksort's cyclic partition, the one with raw moves). Sized for
+    /// Miri, which runs it in minutes where the tests above would take hours.
+    #[test]
+    fn small_parallel_sorts() {
+        let rt = Runtime::builder().worker_threads(2).build().unwrap();
+        rt.install(|| {
+            let input = pattern("random", 16_385, 7);
+            let mut expect = input.clone();
+            expect.sort_unstable();
+            let mut v = input.clone();
+            par_quicksort(&mut v, &|a, b| a < b);
+            assert!(v == expect, "par_quicksort");
+            let mut v = input;
+            par_mergesort(&mut v, &|a, b| a < b);
+            assert!(v == expect, "par_mergesort");
+            // The 20000th comparison falls in a leaf sort (a 4096-long leaf takes ~45000);
+            // `par_merge_fills_dest_even_on_panic` covers panics in the merges.
+            for sort in sorters::<0>() {
+                sort_tracked(sort, "random", 8193, 20_000);
+            }
         });
     }
 
@@ -506,6 +541,7 @@ mod tests {
     /// A comparator that answers at random (no order at all): the sorts may panic (std's
     /// leaves detect some violations) but must leave a permutation and drop nothing twice.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri: see small_parallel_sorts")]
     fn inconsistent_comparator_leaves_a_permutation() {
         with_pools(|| {
             random_order::<0>();
