@@ -33,7 +33,7 @@ use super::raw::{drop_payload, Cell, Core, Header, RawTask, Trailer};
 use super::state::{
     State, TransitionToIdle, TransitionToRunning, TransitionToShutdown, TransitionToStored,
 };
-use super::waker::{waker_ref, PollingTask};
+use super::waker::waker_ref;
 use crate::sync::atomic::Relaxed;
 use crate::sync::StatAtomicU64;
 use crate::util::unwind::{halt_unwinding, Payload};
@@ -170,21 +170,18 @@ where
             // clones take references of their own.
             let waker = unsafe { waker_ref(self.raw()) };
             let mut cx = Context::from_waker(&waker);
-            let polling = PollingTask::enter(self.raw());
-            let polled = halt_unwinding(|| {
+            halt_unwinding(|| {
                 // SAFETY: state.rs invariant 2: `transition_to_running` answered `Success`,
                 // so this thread holds RUNNING and the stage holds the future.
                 unsafe { self.core().poll(&mut cx) }
-            });
-            (polled, polling.leave())
+            })
         };
-        let (polled, self_woken) = polled;
         // Before any transition out of RUNNING: after it, another poller may be writing.
         if noted {
             end_noted_poll(header, poller);
         }
         match polled {
-            Ok(Poll::Pending) => match self.state().transition_to_idle(self_woken) {
+            Ok(Poll::Pending) => match self.state().transition_to_idle() {
                 TransitionToIdle::Ok => false,
                 TransitionToIdle::OkNotified => {
                     // Woken while it ran (by itself, as `yield_now` does, or by someone

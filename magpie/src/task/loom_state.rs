@@ -160,7 +160,7 @@ impl Task {
                     self.complete();
                     return;
                 }
-                match self.state.transition_to_idle(false) {
+                match self.state.transition_to_idle() {
                     TransitionToIdle::Ok => {}
                     TransitionToIdle::OkNotified => self.submit(),
                     TransitionToIdle::OkDealloc => self.free(),

@@ -424,11 +424,9 @@ impl State {
 
     /// The poller gives the task up after a `Pending` poll: clears `RUNNING`, and hands its
     /// reference to a new `Notified` if the task was woken meanwhile, or drops it otherwise.
-    /// `self_woken` says the poll woke the task through its own waker on the polling thread
-    /// (waker.rs, "Waking oneself"), which left `NOTIFIED` for this RMW to set. If the task
-    /// was aborted during the poll, changes nothing and reports
+    /// If the task was aborted during the poll, changes nothing and reports
     /// [`TransitionToIdle::Cancelled`].
-    pub(crate) fn transition_to_idle(&self, self_woken: bool) -> TransitionToIdle {
+    pub(crate) fn transition_to_idle(&self) -> TransitionToIdle {
         // AcqRel: Release publishes this poll's writes to the future to the next
         // `transition_to_running` (or to the thread that frees the task); Acquire pairs with
         // the Release of the wake that set `NOTIFIED` and, for `OkDealloc`, of every other
@@ -439,9 +437,6 @@ impl State {
                 return (TransitionToIdle::Cancelled, None);
             }
             s.0 &= !RUNNING;
-            if self_woken {
-                s.0 |= NOTIFIED;
-            }
             if s.is_notified() {
                 // The poller's reference moves to the new Notified: the count is unchanged.
                 return (TransitionToIdle::OkNotified, Some(s));

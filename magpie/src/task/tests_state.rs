@@ -122,7 +122,7 @@ fn transition_to_idle_table() {
     use TransitionToIdle::*;
     check_table(
         "transition_to_idle",
-        |state| state.transition_to_idle(false),
+        State::transition_to_idle,
         &[
             // Not woken: the poller's reference is dropped.
             (R | J | refs(2), Ok, J | refs(1)),
@@ -134,24 +134,6 @@ fn transition_to_idle_table() {
             // Aborted during the poll: unchanged, the poller cancels.
             (R | X | J | refs(2), Cancelled, R | X | J | refs(2)),
             (R | N | X | refs(1), Cancelled, R | N | X | refs(1)),
-        ],
-    );
-}
-
-#[test]
-fn transition_to_idle_self_woken_table() {
-    use TransitionToIdle::*;
-    check_table(
-        "transition_to_idle(self_woken)",
-        |state| state.transition_to_idle(true),
-        &[
-            // The poll's own wake sets NOTIFIED here; the poller's reference moves to the
-            // new Notified whether or not someone else woke the task too.
-            (R | J | refs(2), OkNotified, N | J | refs(2)),
-            (R | refs(1), OkNotified, N | refs(1)),
-            (R | N | J | W | refs(3), OkNotified, N | J | W | refs(3)),
-            // Aborted during the poll: unchanged (NOTIFIED not set), the poller cancels.
-            (R | X | J | refs(2), Cancelled, R | X | J | refs(2)),
         ],
     );
 }
@@ -386,7 +368,7 @@ fn lifecycle_pending_wake_ready_join() {
     // Polled once: Pending, having cloned a waker.
     assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
     state.ref_inc();
-    assert_eq!(state.transition_to_idle(false), TransitionToIdle::Ok);
+    assert_eq!(state.transition_to_idle(), TransitionToIdle::Ok);
     assert_eq!(state.load().ref_count(), 2, "the handle's and the waker's");
     // The waker fires: its reference becomes the Notified's.
     assert_eq!(
@@ -511,7 +493,7 @@ fn abort_idle_task_lets_a_worker_drop_the_future() {
     let state = State::new();
     // First poll: Pending, no waker kept.
     assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
-    assert_eq!(state.transition_to_idle(false), TransitionToIdle::Ok);
+    assert_eq!(state.transition_to_idle(), TransitionToIdle::Ok);
     // The JoinHandle aborts: a Notified is made.
     assert_eq!(
         state.transition_to_cancelled(),

@@ -306,8 +306,10 @@ fn wake_during_poll_reschedules_once() {
     assert_eq!((drops.get(), rt.freed(), live_tasks()), (1, 1, 0));
 }
 
-// The self-wake path (waker.rs, "Waking oneself"): a wake by reference of the task being
-// polled, from its own poll, is only marked; the poller's `transition_to_idle` sets NOTIFIED.
+// A task that wakes itself by reference during its own poll: with a completion, an abort,
+// a wake from another thread, and another task's polls nested in its own on the same thread.
+// (They also guard any shortcut for self-wakes, such as the thread-local mark tried and
+// dropped on 2026-11-26: BENCHMARKS.md, "yield_many against the futures pool".)
 
 #[test]
 fn self_wake_then_ready_runs_once() {

@@ -10,94 +10,12 @@
 //! Waking a complete task does nothing but drop the waker's reference (state.rs). The poller
 //! lends the future a waker that borrows the poller's own reference ([`waker_ref`]), so a
 //! poll that never clones the waker touches the count not at all.
-//!
-//! # Waking oneself
-//!
-//! A task that wakes itself by reference during its own poll (`yield_now`, a future that
-//! is ready again at once) needs no RMW of its own: the task is `RUNNING` on this very
-//! thread, so the wake could only set `NOTIFIED` for the poller's `transition_to_idle` to
-//! find. The poller names the task in a thread-local ([`PollingTask`]) for the poll's
-//! length; `wake_by_ref` on that task from this thread only marks the thread-local, and
-//! `transition_to_idle` sets `NOTIFIED` in the RMW it makes anyway: one locked
-//! read-modify-write per yield fewer. Nothing else can tell the difference: `NOTIFIED` on
-//! a running task is read by nobody but that RMW (state.rs), and the thread-local is this
-//! thread's, so the mark happens before the poll returns. A wake from any other thread, by
-//! value, or of another task takes the ordinary path.
 
-use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::task::{RawWaker, RawWakerVTable, Waker};
 
 use super::raw::RawTask;
 use super::state::{TransitionToNotifiedByRef, TransitionToNotifiedByVal};
-use crate::sync::thread::thread_local;
-
-/// The task a thread is polling (its waker data; null if none) and whether that poll has
-/// woken it by reference ("Waking oneself").
-#[derive(Clone, Copy)]
-struct SelfWake {
-    task: *const (),
-    woken: bool,
-}
-
-impl SelfWake {
-    const NONE: SelfWake = SelfWake {
-        task: std::ptr::null(),
-        woken: false,
-    };
-}
-
-thread_local! {
-    static SELF_WAKE: Cell<SelfWake> = const { Cell::new(SelfWake::NONE) };
-}
-
-/// The poll of one task on this thread, for "Waking oneself": from [`PollingTask::enter`],
-/// before the future is polled, to [`PollingTask::leave`], right after. Polls nest (a task
-/// may run another inside `block_in_place`), so each restores what it found.
-pub(crate) struct PollingTask {
-    outer: SelfWake,
-}
-
-impl PollingTask {
-    /// Names `task` as the one this thread polls.
-    pub(crate) fn enter(task: RawTask) -> PollingTask {
-        let this = SelfWake {
-            task: task.waker_data(),
-            woken: false,
-        };
-        // `try_with`: a poll from a thread-local's destructor (at thread exit) just takes
-        // the ordinary wake path.
-        let outer = SELF_WAKE.try_with(|cell| cell.replace(this));
-        PollingTask {
-            outer: outer.unwrap_or(SelfWake::NONE),
-        }
-    }
-
-    /// Ends the poll: whether the task woke itself by reference during it.
-    pub(crate) fn leave(self) -> bool {
-        SELF_WAKE
-            .try_with(|cell| cell.replace(self.outer).woken)
-            .unwrap_or(false)
-    }
-}
-
-/// Marks a wake by reference of the task this thread is polling; false (nothing marked)
-/// for any other task, or none.
-fn note_self_wake(data: *const ()) -> bool {
-    SELF_WAKE
-        .try_with(|cell| {
-            let current = cell.get();
-            let own = current.task == data;
-            if own {
-                cell.set(SelfWake {
-                    task: data,
-                    woken: true,
-                });
-            }
-            own
-        })
-        .unwrap_or(false)
-}
 
 static WAKER_VTABLE: RawWakerVTable =
     RawWakerVTable::new(clone_waker, wake_by_val, wake_by_ref, drop_waker);
@@ -157,10 +75,6 @@ unsafe fn wake_by_val(data: *const ()) {
 ///
 /// As [`clone_waker`]; the waker keeps its reference.
 unsafe fn wake_by_ref(data: *const ()) {
-    // The task is RUNNING on this thread: the poller sets NOTIFIED ("Waking oneself").
-    if note_self_wake(data) {
-        return;
-    }
     // SAFETY: as in `clone_waker`.
     let task = unsafe { RawTask::from_waker_data(data) };
     // SAFETY: the waker's reference keeps the task alive for this RMW.
