@@ -164,6 +164,10 @@ mod tests {
         (0..drops.len()).map(|i| Tracked(i, drops)).collect()
     }
 
+    fn drop_counts(n: usize) -> Vec<AtomicUsize> {
+        (0..n).map(|_| AtomicUsize::new(0)).collect()
+    }
+
     fn each_dropped_once(drops: &[AtomicUsize]) -> bool {
         drops.iter().all(|d| d.load(Relaxed) == 1)
     }
@@ -178,14 +182,14 @@ mod tests {
         let rt = Runtime::builder().worker_threads(2).build().unwrap();
         rt.install(|| {
             // Moved out, through `map`, into a collected vector.
-            let drops: Vec<AtomicUsize> = (0..N).map(|_| AtomicUsize::new(0)).collect();
+            let drops = drop_counts(N);
             let out: Vec<Tracked<'_>> = tracked(&drops).into_par_iter().map(|t| t).collect();
             assert!(out.iter().enumerate().all(|(i, t)| t.0 == i));
             drop(out);
             assert!(each_dropped_once(&drops));
 
             // `collect_into_vec` over an existing vector's items.
-            let drops: Vec<AtomicUsize> = (0..N).map(|_| AtomicUsize::new(0)).collect();
+            let drops = drop_counts(N);
             let old = [AtomicUsize::new(0)];
             let mut out = vec![Tracked(0, &old)];
             tracked(&drops).into_par_iter().collect_into_vec(&mut out);
@@ -195,7 +199,7 @@ mod tests {
             assert!(each_dropped_once(&drops));
 
             // Stopped early: the pieces drop what they did not hand out.
-            let drops: Vec<AtomicUsize> = (0..N).map(|_| AtomicUsize::new(0)).collect();
+            let drops = drop_counts(N);
             let found = tracked(&drops).into_par_iter().find_any(|t| t.0 == N / 3);
             assert_eq!(found.as_ref().map(|t| t.0), Some(N / 3));
             drop(found);
@@ -203,7 +207,7 @@ mod tests {
 
             // A panic in the middle: the pieces drop their untaken items, the collect
             // results drop what they wrote.
-            let drops: Vec<AtomicUsize> = (0..N).map(|_| AtomicUsize::new(0)).collect();
+            let drops = drop_counts(N);
             let result = panic::catch_unwind(AssertUnwindSafe(|| {
                 tracked(&drops)
                     .into_par_iter()

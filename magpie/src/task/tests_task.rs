@@ -434,16 +434,16 @@ fn nested_self_wakes(outer_wakes_itself: bool, inner_wakes_outer: bool) -> usize
 #[test]
 fn self_wake_survives_a_nested_poll_on_the_same_thread() {
     let _s = serial();
-    // The outer task's mark is kept across the inner task's poll, whose own mark is its
-    // own: the outer task runs again once.
+    // The outer task's wake of itself is kept across the inner task's poll, whose own
+    // wake is the inner task's: the outer task runs again once.
     assert_eq!(nested_self_wakes(true, false), 2);
 }
 
 #[test]
 fn waking_an_outer_task_from_a_nested_poll_takes_the_ordinary_path() {
     let _s = serial();
-    // The inner poll wakes the outer task, running one frame up: its NOTIFIED is set (not
-    // the inner task's mark), so the outer task runs again once.
+    // The inner poll wakes the outer task, running one frame up: the wake goes to the
+    // outer task (not the inner one), which runs again once.
     assert_eq!(nested_self_wakes(false, true), 2);
     assert_eq!(nested_self_wakes(true, true), 2, "two wakes, one requeue");
 }
