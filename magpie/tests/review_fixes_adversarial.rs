@@ -148,18 +148,32 @@ fn a_source_registered_while_the_only_free_worker_waits_in_a_scope_gets_its_read
 /// the driver soon, and no deadline is near). Before D5 A slept through all of it; it should
 /// wake about once per deadline (none is due here), not once per closure.
 ///
-/// The symmetric barrier: in the asymmetric mode the last searcher's R3 wake
-/// (`Sleep::last_searcher_found_work`) wakes any parked worker without looking for work,
-/// which wakes A once per closure too (before D5 as well); the symmetric mode looks first,
-/// so what is left is D5's own hand-off.
+/// Both barrier modes. In the asymmetric mode the last searcher's R3 wake
+/// (`Sleep::last_searcher_found_work`) also woke A once per closure, until 2026-11-29: it
+/// woke the lowest parked worker without looking for work, and A was the only one parked
+/// whenever B found the closure while searching. It now wakes a worker inside `join` only
+/// for a job it sees (sleep/README.md, R3).
 #[cfg(target_os = "linux")]
 #[test]
 fn a_join_waiter_is_not_woken_for_every_task_the_driver_runs() {
+    join_waiter_sleeps_while_the_driver_runs_closures(magpie::BarrierMode::Symmetric, "rfa-jws");
+}
+
+/// [`a_join_waiter_is_not_woken_for_every_task_the_driver_runs`] in the asymmetric mode,
+/// where the last searcher's wake was the second cause.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_join_waiter_is_not_woken_for_every_task_the_driver_runs_asymmetric() {
+    join_waiter_sleeps_while_the_driver_runs_closures(magpie::BarrierMode::Asymmetric, "rfa-jwa");
+}
+
+#[cfg(target_os = "linux")]
+fn join_waiter_sleeps_while_the_driver_runs_closures(mode: magpie::BarrierMode, name: &str) {
     let rt = Arc::new(
         Runtime::builder()
             .worker_threads(2)
-            .thread_name("rfa-jw")
-            .barrier(magpie::BarrierMode::Symmetric)
+            .thread_name(name)
+            .barrier(mode)
             .build()
             .unwrap(),
     );
@@ -179,7 +193,7 @@ fn a_join_waiter_is_not_woken_for_every_task_the_driver_runs() {
     };
     let a = index_rx.recv_timeout(DEADLINE).unwrap();
     let b = 1 - a;
-    wait_until_asleep("rfa-jw", 2);
+    wait_until_asleep(name, 2);
     let before = rt.stats();
     const N: u64 = 100;
     for _ in 0..N {
@@ -200,8 +214,115 @@ fn a_join_waiter_is_not_woken_for_every_task_the_driver_runs() {
         a_unparks <= N / 10,
         "the worker waiting in join woke {a_unparks} times while the free worker ran {N} \
          closures ({b_unparks} wakes of its own), with no deadline due: woken by every \
-         driver hand-off"
+         driver hand-off or last-searcher wake ({mode:?})"
     );
+}
+
+/// D5's last window (noticed 2026-11-26, closed 2026-11-29). Worker A waits inside `join`
+/// (a task's cross-runtime `install`), parked with no timeout: no timer exists yet. Worker B
+/// is free and parks holding the driver role. A thread outside the pool then files a timer:
+/// it lowers the earliest deadline while B holds the role, so B alone was woken to see it
+/// (`Rearm::Driver`). B parks again for that deadline. Then a closure arrives: B leaves the
+/// role to run it (D4's hand-off finds no free worker parked), and the closure spins until
+/// the timer has fired. Nobody else could fire it: A slept on with no timeout, and B turns
+/// the drivers only between polls, so the closure spun out its guard. Now the filing also
+/// wakes A, which parks again for the new deadline and fires the timer then.
+///
+/// The closure must start before the deadline, or B fires the timer itself from its park and
+/// the round says nothing: such a round is run again, with a fresh runtime.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_timer_filed_while_the_holder_drives_fires_when_it_leaves_for_a_long_poll() {
+    for round in 0..20 {
+        if let Some(fired_in_the_poll) = timer_behind_a_long_poll() {
+            assert!(
+                fired_in_the_poll,
+                "the timer filed while worker B held the role never fired while B ran one \
+                 long closure: worker A, parked inside `join`, slept on with no timeout"
+            );
+            return;
+        }
+        eprintln!("round {round}: the timer fired before the closure started; again");
+    }
+    panic!("in 20 rounds the closure never started before the timer's deadline");
+}
+
+/// One round of the test above: `None` if the timer fired before the closure started,
+/// else whether it fired while the closure ran.
+#[cfg(target_os = "linux")]
+fn timer_behind_a_long_poll() -> Option<bool> {
+    let rt = Arc::new(
+        Runtime::builder()
+            .worker_threads(2)
+            .thread_name("rfa-tl")
+            // The monitor's hand-off of B's queue would wake A on its own.
+            .stall_threshold(None)
+            .build()
+            .unwrap(),
+    );
+    let other = Arc::new(runtime(1));
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (index_tx, index_rx) = mpsc::channel();
+    let waiter = {
+        let other = other.clone();
+        rt.spawn(async move {
+            index_tx
+                .send(magpie::current_worker_index().unwrap())
+                .unwrap();
+            // `recv`, not a timeout: the closure's guard may run out first; a panic
+            // here drops the sender, which ends the wait.
+            other.install(move || release_rx.recv().is_ok())
+        })
+    };
+    let a = index_rx.recv_timeout(DEADLINE).unwrap();
+    let b = 1 - a;
+    wait_until_asleep("rfa-tl", 2);
+    let b_parks = rt.stats().workers[b].parks;
+    // The timer, filed from outside the pool, which does not drive it.
+    let fired = Arc::new(AtomicBool::new(false));
+    let (filed_tx, filed_rx) = mpsc::channel();
+    let outside = {
+        let (rt, fired) = (rt.clone(), fired.clone());
+        std::thread::spawn(move || {
+            rt.block_on(async {
+                let mut timer = pin!(sleep(Duration::from_millis(300)));
+                let mut first = true;
+                std::future::poll_fn(|cx| {
+                    let polled = timer.as_mut().poll(cx);
+                    if std::mem::take(&mut first) {
+                        filed_tx.send(()).unwrap();
+                    }
+                    polled
+                })
+                .await;
+            });
+            fired.store(true, SeqCst);
+        })
+    };
+    filed_rx.recv_timeout(DEADLINE).unwrap();
+    // B was woken for the new deadline and parks again, holding the role.
+    common::eventually("worker B parks again", || {
+        rt.stats().workers[b].parks > b_parks
+    });
+    wait_until_asleep("rfa-tl", 2);
+    let fired_in_the_poll = {
+        let fired = fired.clone();
+        rt.submit(move || {
+            if fired.load(SeqCst) {
+                return None;
+            }
+            let guard = Instant::now() + DEADLINE;
+            while !fired.load(SeqCst) && Instant::now() < guard {
+                std::hint::spin_loop();
+            }
+            Some(fired.load(SeqCst))
+        })
+    };
+    let fired_in_the_poll = fired_in_the_poll.join().unwrap();
+    outside.join().unwrap();
+    release_tx.send(()).unwrap();
+    assert!(rt.block_on(waiter).unwrap());
+    fired_in_the_poll
 }
 
 // ---------------------------------------------------------------------------------------------

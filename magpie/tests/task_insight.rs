@@ -336,6 +336,76 @@ fn dump_shows_running_and_scheduled_tasks() {
     queued.join().unwrap();
 }
 
+/// A task waiting inside `join` for its stolen half, while its worker runs a job that is no
+/// part of it (an `install` from outside), is still in its poll on that worker: the dump
+/// shows it running there. Until 2026-11-29 it showed `Scheduled`, since the worker clears
+/// its polling word for such a job (so that `task::try_id` and the stall monitor do not put
+/// the job in the task).
+#[test]
+fn a_task_waiting_in_join_while_its_worker_runs_a_foreign_job_shows_running() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    let rt = Arc::new(
+        Runtime::builder()
+            .worker_threads(2)
+            // No hand-off of the blocked worker's queue: the scene stays as set up.
+            .stall_threshold(None)
+            .build()
+            .unwrap(),
+    );
+    let stolen = Arc::new(AtomicBool::new(false));
+    let (release_half_tx, release_half_rx) = mpsc::channel::<()>();
+    let release_half_rx = Mutex::new(release_half_rx);
+    let (task_worker_tx, task_worker_rx) = mpsc::channel();
+    let waiting = {
+        let stolen = stolen.clone();
+        rt.spawn(async move {
+            task_worker_tx
+                .send(magpie::current_worker_index().unwrap())
+                .unwrap();
+            magpie::join(
+                || {
+                    // Until the other worker took the second half: then this worker
+                    // waits for it in `join` instead of running it itself.
+                    let guard = std::time::Instant::now() + common::DEADLINE;
+                    while !stolen.load(SeqCst) && std::time::Instant::now() < guard {
+                        std::hint::spin_loop();
+                    }
+                },
+                || {
+                    stolen.store(true, SeqCst);
+                    release_half_rx.lock().unwrap().recv().unwrap();
+                },
+            );
+        })
+    };
+    let task_worker = task_worker_rx.recv().unwrap();
+    let (foreign_tx, foreign_rx) = mpsc::channel();
+    let (release_foreign_tx, release_foreign_rx) = mpsc::channel::<()>();
+    let installer = {
+        let rt = rt.clone();
+        std::thread::spawn(move || {
+            rt.install(move || {
+                foreign_tx.send(magpie::current_worker_index()).unwrap();
+                release_foreign_rx.recv().unwrap();
+            })
+        })
+    };
+    // The other worker is held in the stolen half, so the waiting one runs the install.
+    assert_eq!(foreign_rx.recv().unwrap(), Some(task_worker));
+    let row = info(&rt, waiting.id()).unwrap();
+    release_foreign_tx.send(()).unwrap();
+    installer.join().unwrap();
+    release_half_tx.send(()).unwrap();
+    rt.block_on(waiting).unwrap();
+    assert_eq!(
+        row.state,
+        TaskState::Running {
+            worker: task_worker
+        },
+        "a task waiting in `join` while its worker ran a foreign job"
+    );
+}
+
 #[test]
 fn timed_polls_fill_busy_and_longest() {
     let rt = insight(1);

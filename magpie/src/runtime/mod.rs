@@ -506,8 +506,13 @@ impl Runtime {
             // `TaskInfo::read` also asks the task's state for RUNNING.
             polling.clear();
             polling.extend(registry.counters.iter().enumerate().filter_map(|(i, c)| {
-                // Relaxed: only compared with the ids of the tasks linked here.
-                let id = crate::task::id::polled_id(c.polling.load(Relaxed))?;
+                // Only compared with the ids of the tasks linked here. A worker running a
+                // job that is no part of the task waiting in its `join` has that task in
+                // `suspended` instead: it still polls it. Acquire: pairs with the Release
+                // store that clears the word then (`execute_outside_task`); Relaxed for
+                // `suspended`, read after it.
+                let id = crate::task::id::polled_id(c.polling.load(Acquire))
+                    .or_else(|| crate::task::id::polled_id(c.suspended.load(Relaxed)))?;
                 (!shown[i]).then_some((id, i))
             }));
             for header in headers {

@@ -842,14 +842,42 @@ impl Registry {
     }
 
     /// Wakes whoever must see a timer filed earlier than the driver's current deadline.
+    ///
+    /// With the role held, that is its holder, and also one of the D5 sleepers (a worker
+    /// parked inside `join`, else the threads in `block_on` inside `block_in_place`): they
+    /// went to sleep for a later deadline, or for none, and the holder may leave the role to
+    /// run a long poll before this deadline comes, with no free worker parked to take it
+    /// over (D4's hand-off wakes only those). Woken, the sleeper parks again no longer than
+    /// the new deadline and turns the drivers then if the role is free (sleep/README.md, D5;
+    /// until 2026-11-29 nothing woke it, and the timer waited for the holder's next
+    /// maintenance, `tests/review_fixes_adversarial.rs`). It costs a wake per filing that
+    /// lowers the earliest deadline while such a sleeper is parked, not one per task.
     pub(crate) fn rearm_timers(&self, rearm: Rearm) {
         match rearm {
             Rearm::Nobody => {}
-            Rearm::Driver(worker) => self.sleep.wake_worker(worker),
+            Rearm::Driver(worker) => {
+                self.sleep.wake_worker(worker);
+                self.wake_a_driving_sleeper();
+            }
             Rearm::Anyone => {
                 self.wake_to_drive();
             }
         }
+    }
+
+    /// Wakes a worker parked inside `join`, else every thread in `block_on` inside
+    /// `block_in_place`: the sleepers that turn the drivers when they wake but never hold
+    /// the role for a sleep (D5). A plain wake: the worker settles its own accounting, and a
+    /// token that arrives after it woke only cuts its next park short. The caller fenced
+    /// (SeqCst) after what the sleeper must see: the pair of the fence in
+    /// `Driver::park_timeout` that the sleeper runs after publishing itself.
+    fn wake_a_driving_sleeper(&self) {
+        if let Some(worker) = self.sleep.parked_join_waiter() {
+            self.sleep.wake_worker(worker);
+            return;
+        }
+        #[cfg(not(any(loom, shuttle)))]
+        self.blocked_waiters.wake_all();
     }
 
     /// Runs `op` on a worker of this registry, from a thread that is not one of them, and

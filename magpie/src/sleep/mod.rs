@@ -180,15 +180,36 @@ impl Sleep {
     /// whatever a publisher that skipped its wake because of us pushed, and a worker is woken
     /// only for work that is there. In the asymmetric mode it would be a `membarrier`, which
     /// costs about what the wake it might save does, so we wake as if we had published, as
-    /// tokio does. Either way one worker at most: the one woken applies R3 in turn if it
-    /// finds work while it is the last searcher, so wakes chain only while work is left.
+    /// tokio does, with one difference: a worker parked outside `join` is woken first, since
+    /// it runs anything a publisher left, and a worker inside `join` only for a job we can
+    /// see, since it runs nothing else (R6). Before, the lowest parked bit was woken whoever
+    /// it was: with a join-waiter the only one parked, that was a wasted wake per task the
+    /// other workers found, and on the woken side two heavy barriers (its shed and its park
+    /// again). Skipping that wake loses no work: we are free and unparked ourselves, and our
+    /// own next search or park (R5) sees what the publishers left (sleep/README.md, "Why no
+    /// wakeup is lost", case 2). Either way one worker at most: the one woken applies R3 in
+    /// turn if it finds work while it is the last searcher, so wakes chain only while work
+    /// is left.
     pub(crate) fn last_searcher_found_work(
         &self,
         jobs: impl FnOnce() -> bool,
         tasks: impl FnOnce() -> bool,
     ) {
         if self.barrier.is_asymmetric() {
-            self.notify_work();
+            // As in `notify_work`.
+            self.barrier.light();
+            // Acquire: as in `notify_work`.
+            let Some(state) = self.unsaturated(Acquire) else {
+                return;
+            };
+            if state.searching() == 0
+                && state.unparked() < self.num_workers
+                && !self.wake_free_cold()
+                && jobs()
+            {
+                // Only workers inside `join` are parked, and a job is queued.
+                self.wake_any_cold();
+            }
             return;
         }
         self.barrier.heavy();
@@ -401,6 +422,21 @@ impl Sleep {
             .any(|(idle, join)| {
                 // Acquire: as in `wake_cold`; Relaxed for `join_waiting`, read after it.
                 idle.load(Acquire) & !join.load(Relaxed) != 0
+            })
+    }
+
+    /// A worker parked inside `join` with its wakeup unclaimed, the lowest, if any: one that
+    /// turns the drivers when it wakes without taking the role for its sleep (D5 in
+    /// README.md). The caller orders this after its own store with a SeqCst fence.
+    pub(crate) fn parked_join_waiter(&self) -> Option<usize> {
+        self.idle
+            .iter()
+            .zip(self.join_waiting.iter())
+            .enumerate()
+            .find_map(|(word_index, (idle, join))| {
+                // Acquire: as in `wake_cold`; Relaxed for `join_waiting`, read after it.
+                let bits = idle.load(Acquire) & join.load(Relaxed);
+                (bits != 0).then(|| word_index * 64 + bits.trailing_zeros() as usize)
             })
     }
 

@@ -368,6 +368,55 @@ fn a_130_worker_pool_claims_each_boundary_worker_once() {
     assert_eq!(sleep.load(), IdleState(sleep.saturated_state()));
 }
 
+/// R3, the last searcher finding work: a worker parked inside `join` is woken only for a job
+/// (R6: it runs nothing else), and a worker parked outside `join` before it, in both modes.
+/// In the asymmetric mode the rule looks at no queue for tasks (its barrier would be a
+/// `membarrier`); until 2026-11-29 it woke the lowest parked bit, a join-waiter included.
+#[test]
+fn the_last_searcher_wakes_a_join_waiter_only_for_a_job() {
+    for barrier in [Barrier::SYMMETRIC, Barrier::best_available()] {
+        let mode = barrier.mode();
+        // Worker 0 waits inside `join`, parked; worker 2 searches and finds a task.
+        let sleep = Sleep::with_driver(3, None, barrier);
+        sleep.set_join_waiting(0, true);
+        assert!(!sleep.register_parked(0, false));
+        assert!(sleep.try_start_searching());
+        assert!(sleep.stop_searching());
+        sleep.last_searcher_found_work(|| false, || true);
+        assert_eq!(
+            counts(&sleep),
+            (2, 0),
+            "{mode:?}: a join-waiter woken for a task"
+        );
+        // A job is queued: the join-waiter is woken for it.
+        assert!(sleep.try_start_searching());
+        assert!(sleep.stop_searching());
+        sleep.last_searcher_found_work(|| true, || false);
+        assert_eq!(counts(&sleep), (3, 1), "{mode:?}: nobody woken for a job");
+        assert_eq!(sleep.park(0, BRIEFLY), Wake::Searching);
+        assert!(sleep.stop_searching());
+        // Worker 1 parks too, outside `join`, above the join-waiter's bit: it is the one
+        // woken, for a task and (asymmetric, looking at no queue) with nothing seen.
+        assert!(!sleep.register_parked(0, false));
+        assert!(!sleep.register_parked(1, false));
+        assert!(sleep.try_start_searching());
+        assert!(sleep.stop_searching());
+        sleep.last_searcher_found_work(|| false, || true);
+        assert_eq!(counts(&sleep), (2, 1), "{mode:?}: nobody woken for a task");
+        assert_eq!(sleep.park(1, BRIEFLY), Wake::Searching);
+        assert!(sleep.stop_searching());
+        // Nothing seen anywhere: the symmetric mode wakes nobody; the asymmetric one wakes a
+        // worker outside `join` if one is parked (none is now), never the join-waiter.
+        assert!(sleep.try_start_searching());
+        assert!(sleep.stop_searching());
+        sleep.last_searcher_found_work(|| false, || false);
+        assert_eq!(counts(&sleep), (2, 0), "{mode:?}: a wake for nothing");
+        assert_eq!(sleep.park(0, BRIEFLY), Wake::Plain);
+        sleep.set_join_waiting(0, false);
+        assert_eq!(counts(&sleep), (3, 0));
+    }
+}
+
 #[test]
 fn a_130_worker_pool_skips_join_waiters_across_words() {
     let n = 130;

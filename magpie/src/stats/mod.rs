@@ -63,6 +63,12 @@ pub(crate) struct WorkerCounters {
     /// `TaskState::Running` and by the stall monitor (a word here rather than in every task:
     /// raw.rs, `Header`).
     pub(crate) polling: AtomicU64,
+    /// The id of the task whose run waits inside a `join` on this worker while the worker
+    /// runs a job that is no part of it (`WorkerThread::execute_outside_task`, which clears
+    /// the polling word meanwhile), else 0. Only `Runtime::tasks` reads it: the task is
+    /// still being polled here, and shows as running on this worker, not as scheduled.
+    /// Written by the worker, Relaxed, on that cold path only.
+    pub(crate) suspended: AtomicU64,
     /// The worker's *activity word*, for the stall monitor (`runtime/monitor.rs`): a count
     /// of the units of work other than task polls it started (jobs), in steps of
     /// [`ACTIVITY_STEP`], with [`ACTIVITY_BUSY`] set while it runs one and

@@ -41,7 +41,7 @@ use crate::queue::chase_lev::{self};
 use crate::queue::local::{self};
 use crate::stats::trace::{Kind, TraceBuffer};
 use crate::stats::{bump, set, WorkerCounters, ACTIVITY_BUSY, ACTIVITY_STEP, ACTIVITY_WAITING};
-use crate::sync::atomic::Relaxed;
+use crate::sync::atomic::{Relaxed, Release};
 use crate::sync::thread::thread_local;
 use crate::sync::AtomicUsize;
 use crate::task::raw::Header;
@@ -186,25 +186,31 @@ impl WorkerThread {
     /// Runs a job that is no part of the task this worker may be polling: one stolen or
     /// injected while the task waits in a `join`. The polling word (task/id.rs, "The
     /// current task") is cleared meanwhile, so that neither `task::try_id` nor the stall
-    /// monitor puts the job in the task; the task dump shows the task as scheduled then.
-    /// What the job leaves on this worker's deque (a scope's spawns land on the deque of
+    /// monitor puts the job in the task; the task dump still shows the task running here,
+    /// from the `suspended` word. What the job leaves on this worker's deque (a scope's spawns land on the deque of
     /// the worker that ran the spawning job, which returns without waiting for them) is no
     /// part of the task either: it runs here too, before the word comes back. Jobs do not
     /// unwind (each catches its own panic), so the word is restored.
     fn execute_outside_task(&self, job: JobRef) {
-        // Relaxed, all three: this worker's own word.
+        // Relaxed, all but one: this worker's own words.
         let polling = self.counters.polling.load(Relaxed);
         if polling == 0 {
             return self.execute(job);
         }
         let mark = self.deque.mark();
-        self.counters.polling.store(0, Relaxed);
+        // `suspended` before the polling word is cleared, Release: pairs with the dump's
+        // Acquire load of the polling word, so a dump that reads this 0 reads the task in
+        // `suspended` (`Runtime::tasks`). A dump is a snapshot: at the other end, between
+        // the two stores below, it may still read the task as scheduled.
+        self.counters.suspended.store(polling, Relaxed);
+        self.counters.polling.store(0, Release);
         self.execute(job);
         while let Some(ptr) = self.deque.pop_above(mark) {
             // SAFETY: only `JobRef::as_ptr` values are pushed (see `push`).
             self.execute(unsafe { JobRef::from_ptr(ptr) });
         }
         self.counters.polling.store(polling, Relaxed);
+        self.counters.suspended.store(0, Relaxed);
     }
 
     #[cold]
