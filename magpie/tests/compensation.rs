@@ -23,6 +23,9 @@ fn runtime(workers: usize, max_workers: usize, compensation: usize) -> Runtime {
         .worker_threads(workers)
         .max_workers(max_workers)
         .max_compensation_workers(compensation)
+        // No stall monitor: these tests play its part, and behind a blocker held past the
+        // threshold it would start compensation workers of its own (stalls.rs tests those).
+        .stall_threshold(None)
         .build()
         .unwrap()
 }

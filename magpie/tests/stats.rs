@@ -10,8 +10,9 @@ mod common;
 use common::quiesce;
 
 /// Holds one worker (the one that runs the holder, submitted to worker 0) and submits
-/// `count` closures to it, so that the others can only get them by stealing. Returns the
-/// held worker's index once all ran.
+/// `count` closures to it, so that the others can only get them by stealing (if the runtime
+/// has no stall monitor, which would hand them to the inject queue). Returns the held
+/// worker's index once all ran.
 fn submit_all_to_a_held_worker(rt: &Runtime, count: usize) -> usize {
     let started = Arc::new(Barrier::new(2));
     let (release, held) = mpsc::channel::<()>();
@@ -137,6 +138,9 @@ fn steals_across_two_groups_of_one_worker_are_counted() {
     let rt = Runtime::builder()
         .worker_threads(2)
         .steal_groups(2)
+        // No stall monitor: it would hand the held worker's mailbox to the inject queue,
+        // where the thief pulls the closures instead of stealing them.
+        .stall_threshold(None)
         .build()
         .unwrap();
     assert_eq!(rt.stats().steal_groups, 2);
@@ -156,6 +160,9 @@ fn steals_inside_one_group_are_counted_as_such() {
     let rt = Runtime::builder()
         .worker_threads(2)
         .steal_groups(1)
+        // No stall monitor: it would hand the held worker's mailbox to the inject queue,
+        // where the thief pulls the closures instead of stealing them.
+        .stall_threshold(None)
         .build()
         .unwrap();
     let busy = submit_all_to_a_held_worker(&rt, 50);

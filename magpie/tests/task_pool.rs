@@ -35,7 +35,8 @@ fn occupy_all_workers(rt: &Runtime) -> (mpsc::Sender<()>, Vec<magpie::JoinHandle
 
 #[test]
 fn submit_balanced_keeps_two_workers_within_one_task() {
-    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    // Mailbox depths of held workers: the stall monitor would empty the mailboxes.
+    let rt = common::runtime_without_monitor(2);
     let (release, blockers) = occupy_all_workers(&rt);
     let ran = Arc::new(AtomicUsize::new(0));
     let handles: Vec<_> = (0..201)
@@ -60,7 +61,8 @@ fn submit_balanced_keeps_two_workers_within_one_task() {
 
 #[test]
 fn submit_balanced_spreads_over_many_workers() {
-    let rt = Runtime::builder().worker_threads(8).build().unwrap();
+    // Mailbox depths of held workers: the stall monitor would empty the mailboxes.
+    let rt = common::runtime_without_monitor(8);
     let (release, blockers) = occupy_all_workers(&rt);
     let handles: Vec<_> = (0..800).map(|i| rt.submit_balanced(move || i)).collect();
     let depths: Vec<u64> = rt.stats().workers.iter().map(|w| w.mailbox_depth).collect();
@@ -142,7 +144,8 @@ fn wait_idle_on_a_worker_panics() {
 
 #[test]
 fn tasks_all_submitted_to_worker_0_are_stolen_by_worker_1() {
-    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    // Steals from a held worker: the stall monitor would hand its mailbox to the inject queue.
+    let rt = common::runtime_without_monitor(2);
     let holder_index = Arc::new(AtomicUsize::new(usize::MAX));
     let ran_elsewhere = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let started = Arc::new(Barrier::new(2));

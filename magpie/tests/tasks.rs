@@ -1314,8 +1314,9 @@ fn stats_count_tasks_exactly() {
 fn children_of_a_blocked_worker_are_stolen() {
     let _guard = watchdog("children_of_a_blocked_worker_are_stolen");
     // The parent queues ten children on its own worker, then blocks that worker until all
-    // ten have run: only the other worker can run them, by stealing them.
-    let rt = runtime(2);
+    // ten have run: only the other worker can run them, by stealing them. No stall monitor:
+    // past the threshold it would hand them to the inject queue, and none would be stolen.
+    let rt = common::runtime_without_monitor(2);
     let parent = rt.spawn(async {
         let parent_worker = magpie::current_worker_index().unwrap();
         let (tx, rx) = mpsc::channel();

@@ -33,6 +33,18 @@ pub(crate) fn runtime(workers: usize) -> Runtime {
         .expect("could not build the runtime")
 }
 
+/// [`runtime`] without the stall monitor (`stall_threshold(None)`), for tests that hold a
+/// worker on purpose and then look at where its queued tasks are, who ran them or how they
+/// got there: past the threshold (100 ms, soon reached on a slow machine) the monitor hands
+/// a held worker's queued tasks to the inject queue and wakes a worker for them.
+pub(crate) fn runtime_without_monitor(workers: usize) -> Runtime {
+    Runtime::builder()
+        .worker_threads(workers)
+        .stall_threshold(None)
+        .build()
+        .expect("could not build the runtime")
+}
+
 pub(crate) fn fib(n: u64) -> u64 {
     if n < 2 {
         return n;
