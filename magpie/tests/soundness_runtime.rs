@@ -167,7 +167,16 @@ fn tasks_queued_behind_a_switched_off_worker_are_stolen() {
     in_child(
         "tasks_queued_behind_a_switched_off_worker_are_stolen",
         || {
-            let rt = Arc::new(strict_runtime(2, 2));
+            // No stall monitor: past its threshold its hand-off would move the queued tasks
+            // to the inject queue, and the test would pass with the steal path broken.
+            let rt = Arc::new(
+                Runtime::builder()
+                    .worker_threads(2)
+                    .max_workers(2)
+                    .stall_threshold(None)
+                    .build()
+                    .unwrap(),
+            );
             for round in 0..10 {
                 rt.set_active_workers(2).unwrap();
                 // Worker 0 is kept busy, so that worker 1 runs the closure below.
