@@ -76,20 +76,28 @@ fn steals_and_parks_are_traced_with_their_arguments() {
         .stall_threshold(None)
         .build()
         .unwrap();
-    // A worker held by a task while tasks wait on its mailbox: the other steals them.
+    // A worker held by a task while tasks wait on its mailbox: the other steals them. The
+    // holder is submitted to worker 0, but worker 1 may take it from that mailbox first:
+    // the held worker is whichever runs it.
     let started = Arc::new(Barrier::new(2));
     let (release, held) = std::sync::mpsc::channel::<()>();
+    let (index_tx, index_rx) = std::sync::mpsc::channel();
     let blocker = {
         let started = started.clone();
         rt.submit_to(0, move || {
+            index_tx
+                .send(magpie::current_worker_index().unwrap())
+                .unwrap();
             started.wait();
             let _ = held.recv();
         })
         .unwrap()
     };
     started.wait();
+    let victim = index_rx.recv().unwrap();
+    let thief = 1 - victim;
     let tasks: Vec<_> = (0..20)
-        .map(|i| rt.submit_to(0, move || i).unwrap())
+        .map(|i| rt.submit_to(victim, move || i).unwrap())
         .collect();
     for t in tasks {
         t.join().unwrap();
@@ -104,9 +112,9 @@ fn steals_and_parks_are_traced_with_their_arguments() {
     let events = json["traceEvents"].as_array().unwrap();
     let steal = events
         .iter()
-        .find(|e| e["name"] == "steal" && e["tid"] == 1)
-        .expect("worker 1 stole");
-    assert_eq!(steal["args"]["victim"], 0);
+        .find(|e| e["name"] == "steal" && e["tid"] == thief)
+        .expect("the other worker stole");
+    assert_eq!(steal["args"]["victim"], victim);
     assert!(steal["args"]["count"].as_u64().unwrap() >= 1);
     assert_eq!(steal["args"]["kind"], "tasks");
 }
