@@ -135,6 +135,24 @@ fn a_source_registered_while_the_only_free_worker_waits_in_a_scope_gets_its_read
     );
 }
 
+/// Holds one worker of `rt` inside `join`: a task of `rt` waits in an `install` on another
+/// runtime (a `join`-style wait: the worker runs only jobs, and parks) until the returned
+/// sender sends or is dropped; a test that panics drops it, which ends the wait. Returns
+/// that worker's index, the sender, and the task, which answers whether it was released.
+fn hold_a_worker_in_join(rt: &Runtime) -> (usize, mpsc::Sender<()>, magpie::JoinHandle<bool>) {
+    let other = runtime(1);
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (index_tx, index_rx) = mpsc::channel();
+    let waiter = rt.spawn(async move {
+        index_tx
+            .send(magpie::current_worker_index().unwrap())
+            .unwrap();
+        other.install(move || release_rx.recv().is_ok())
+    });
+    let held = index_rx.recv_timeout(DEADLINE).unwrap();
+    (held, release_tx, waiter)
+}
+
 // ---------------------------------------------------------------------------------------------
 // D5: a parked join-waiter woken again and again
 // ---------------------------------------------------------------------------------------------
@@ -177,21 +195,9 @@ fn join_waiter_sleeps_while_the_driver_runs_closures(mode: magpie::BarrierMode, 
             .build()
             .unwrap(),
     );
-    let other = Arc::new(runtime(1));
     // A far timer: something needs driving, so the role matters.
     let far = rt.spawn(sleep(Duration::from_secs(3600)));
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let (index_tx, index_rx) = mpsc::channel();
-    let waiter = {
-        let other = other.clone();
-        rt.spawn(async move {
-            index_tx
-                .send(magpie::current_worker_index().unwrap())
-                .unwrap();
-            other.install(move || release_rx.recv_timeout(DEADLINE).is_ok())
-        })
-    };
-    let a = index_rx.recv_timeout(DEADLINE).unwrap();
+    let (a, release_tx, waiter) = hold_a_worker_in_join(&rt);
     let b = 1 - a;
     wait_until_asleep(name, 2);
     let before = rt.stats();
@@ -260,21 +266,7 @@ fn timer_behind_a_long_poll() -> Option<bool> {
             .build()
             .unwrap(),
     );
-    let other = Arc::new(runtime(1));
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let (index_tx, index_rx) = mpsc::channel();
-    let waiter = {
-        let other = other.clone();
-        rt.spawn(async move {
-            index_tx
-                .send(magpie::current_worker_index().unwrap())
-                .unwrap();
-            // `recv`, not a timeout: the closure's guard may run out first; a panic
-            // here drops the sender, which ends the wait.
-            other.install(move || release_rx.recv().is_ok())
-        })
-    };
-    let a = index_rx.recv_timeout(DEADLINE).unwrap();
+    let (a, release_tx, waiter) = hold_a_worker_in_join(&rt);
     let b = 1 - a;
     wait_until_asleep("rfa-tl", 2);
     let b_parks = rt.stats().workers[b].parks;
