@@ -187,10 +187,11 @@ impl WorkerThread {
     /// injected while the task waits in a `join`. The polling word (task/id.rs, "The
     /// current task") is cleared meanwhile, so that neither `task::try_id` nor the stall
     /// monitor puts the job in the task; the task dump still shows the task running here,
-    /// from the `suspended` word. What the job leaves on this worker's deque (a scope's spawns land on the deque of
-    /// the worker that ran the spawning job, which returns without waiting for them) is no
-    /// part of the task either: it runs here too, before the word comes back. Jobs do not
-    /// unwind (each catches its own panic), so the word is restored.
+    /// from the `suspended` word. What the job leaves on this worker's deque (a scope's
+    /// spawns land on the deque of the worker that ran the spawning job, which returns
+    /// without waiting for them) is no part of the task either: it runs here too, before the
+    /// word comes back. Jobs do not unwind (each catches its own panic), so the word is
+    /// restored.
     fn execute_outside_task(&self, job: JobRef) {
         // Relaxed, all but one: this worker's own words.
         let polling = self.counters.polling.load(Relaxed);
