@@ -169,15 +169,17 @@ fn readiness_reaches_a_task_while_another_is_stuck_in_a_long_poll() {
 
 #[test]
 fn a_task_waiting_on_io_gets_an_error_when_its_runtime_drops() {
-    // The read is awaited on this thread (`block_on` of another runtime is not needed: a
-    // plain `block_on` of the future polls it here), registered with `rt`'s driver.
+    // The read is awaited on another thread (`block_on` of another runtime is not needed: a
+    // plain `block_on` of the future polls it there), registered with `rt`'s driver. Not
+    // `magpie::block_on`: outside a runtime it starts the global one, whose threads never
+    // exit, and Miri fails a test binary that ends with threads still running.
     let rt = Runtime::builder().worker_threads(2).build().unwrap();
     let (_client, mut server) = pair();
     let handle = rt.block_on(async { super::current_handle() });
     let registration = handle.register(&mut server, Interest::READABLE).unwrap();
     let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
-        let result = crate::block_on(poll_fn(|cx| {
+        let result = futures::executor::block_on(poll_fn(|cx| {
             match registration.poll_ready(Direction::Read, cx) {
                 Poll::Ready(r) => Poll::Ready(r.map(|_| ())),
                 Poll::Pending => {

@@ -292,12 +292,17 @@ impl OwnedTasks {
         for slot in self.shards.iter() {
             let mut shard = lock(&slot.shard);
             shard.closed = true;
-            for header in Self::linked(&shard) {
-                // The caller's reference; the list keeps its own until the task completes.
-                header.state.ref_inc();
-                // SAFETY: a linked header is a task's (invariant 2 keeps it allocated while
-                // the lock is held; the reference just taken keeps it after).
-                tasks.push(unsafe { RawTask::from_ptr(NonNull::from(header)) });
+            // The raw links, not `linked`'s `&Header`s: a pointer made from a `&Header`
+            // may reach only the header, read-only outside its cells, while the shutdown
+            // reaches the whole task cell (the future, the output) through it. Miri found
+            // it (Stacked Borrows, in a runtime dropped with a task still linked).
+            for task in Self::linked_ptrs(&shard) {
+                // SAFETY: a linked header is a task's, allocated while the lock is held
+                // (invariant 2); the reference taken here keeps it after.
+                unsafe { task.as_ref() }.state.ref_inc();
+                // SAFETY: as above; `task` is the list's own pointer to the task's cell,
+                // with the provenance of the whole allocation.
+                tasks.push(unsafe { RawTask::from_ptr(task) });
             }
         }
         tasks
@@ -324,12 +329,19 @@ impl OwnedTasks {
     /// tasks allocated, and linked, while it is held, and invariant 1 lets us read their
     /// links under it.
     fn linked(shard: &Shard) -> impl Iterator<Item = &Header> {
+        // SAFETY: see above: each pointer is a task linked in the locked shard.
+        Self::linked_ptrs(shard).map(|task| unsafe { &*task.as_ptr() })
+    }
+
+    /// The list's own pointers to the tasks linked in `shard` (each with the provenance of
+    /// its whole task cell), for a caller that makes a `RawTask` of one; valid to read while
+    /// `shard`'s lock is held (invariant 2).
+    fn linked_ptrs(shard: &Shard) -> impl Iterator<Item = NonNull<Header>> + '_ {
         std::iter::successors(shard.head, |task| {
-            // SAFETY: see above: `task` is linked in the locked shard.
+            // SAFETY: `task` is linked in the locked shard (invariant 2 keeps it allocated,
+            // invariant 1 lets us read its links under the lock).
             unsafe { task.as_ref().owned.with(|link| (*link).next) }
         })
-        // SAFETY: as above.
-        .map(|task| unsafe { &*task.as_ptr() })
     }
 
     /// Calls `f` once per shard, under the shard's lock, with the headers of the tasks
@@ -369,8 +381,57 @@ impl OwnedTasks {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use std::cell::Cell;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
 
     use super::{all_idle, ShardCount};
+
+    /// Sets its flag when dropped: the runtime's shutdown dropped the future holding it.
+    struct SetOnDrop(Arc<AtomicBool>);
+
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, SeqCst);
+        }
+    }
+
+    /// A runtime dropped while tasks are still linked (idle, never to be woken) cancels
+    /// each through `close_and_take_all`, whose `RawTask`s reach the whole task cell to drop
+    /// the futures. They were made from `&Header`s once, a pointer that may reach only the
+    /// header: Miri reported it under Stacked Borrows (scripts/miri.sh runs this test).
+    #[test]
+    fn a_runtime_dropped_with_idle_tasks_drops_their_futures() {
+        const TASKS: usize = 3;
+        let rt = crate::Runtime::builder().worker_threads(1).build().unwrap();
+        let (polled_tx, polled_rx) = mpsc::channel();
+        let flags: Vec<_> = (0..TASKS)
+            .map(|_| Arc::new(AtomicBool::new(false)))
+            .collect();
+        let handles: Vec<_> = flags
+            .iter()
+            .map(|flag| {
+                let guard = SetOnDrop(flag.clone());
+                let polled = polled_tx.clone();
+                rt.spawn(async move {
+                    let _guard = guard;
+                    polled.send(()).unwrap();
+                    std::future::pending::<()>().await;
+                })
+            })
+            .collect();
+        for _ in 0..TASKS {
+            polled_rx
+                .recv_timeout(Duration::from_secs(60))
+                .expect("a task was never polled");
+        }
+        assert_eq!(rt.tasks().len(), TASKS, "every task is still linked");
+        drop(rt);
+        for flag in &flags {
+            assert!(flag.load(SeqCst), "the shutdown left a future undropped");
+        }
+        drop(handles);
+    }
 
     fn shards(n: usize) -> Vec<ShardCount> {
         (0..n).map(|_| ShardCount::default()).collect()
