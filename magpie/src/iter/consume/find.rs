@@ -247,6 +247,12 @@ impl<'f, P> FindEndConsumer<'f, P> {
 }
 
 /// Whether a match at span start `best` makes one at `lo` irrelevant.
+///
+/// `#[inline]`: the search loops call it once per item, and they are generic, so they are
+/// compiled in the user's crate, where this function (not generic) is otherwise reached by
+/// a call per item: without LTO, `position_first` ran at 4.8 × the time of a sequential
+/// `position` on one worker, and 2.5 × on two (BENCHMARKS.md, 2026-11-29).
+#[inline]
 fn beaten(end: End, best: &AtomicUsize, lo: usize) -> bool {
     match end {
         End::First => best.load(Relaxed) < lo,
