@@ -226,13 +226,16 @@ fn join_waiter_sleeps_while_the_driver_runs_closures(mode: magpie::BarrierMode, 
 
 /// D5's last window (noticed 2026-11-26, closed 2026-11-29). Worker A waits inside `join`
 /// (a task's cross-runtime `install`), parked with no timeout: no timer exists yet. Worker B
-/// is free and parks holding the driver role. A thread outside the pool then files a timer:
-/// it lowers the earliest deadline while B holds the role, so B alone was woken to see it
-/// (`Rearm::Driver`). B parks again for that deadline. Then a closure arrives: B leaves the
-/// role to run it (D4's hand-off finds no free worker parked), and the closure spins until
-/// the timer has fired. Nobody else could fire it: A slept on with no timeout, and B turns
-/// the drivers only between polls, so the closure spun out its guard. Now the filing also
-/// wakes A, which parks again for the new deadline and fires the timer then.
+/// is free and parked, holding the driver role or not (with nothing to drive, the role may
+/// have been left free when A woke for the task). A thread outside the pool then files a
+/// timer: it lowers the earliest deadline, so B alone was woken, to see it or to take the
+/// role (`Rearm::Driver` or `Rearm::Anyone`). B parks again for that deadline, holding the
+/// role. Then a closure arrives: B leaves the role to run it (D4's hand-off finds no free
+/// worker parked), and the closure spins until the timer has fired. Nobody else could fire
+/// it: A slept on with no timeout, and B turns the drivers only between polls, so the
+/// closure spun out its guard. Now the filing also wakes A, which parks again for the new
+/// deadline and fires the timer then. (The `Rearm::Anyone` case was first missed: CI's
+/// symmetric-mode pass caught it, in about one run in three.)
 ///
 /// The closure must start before the deadline, or B fires the timer itself from its park and
 /// the round says nothing: such a round is run again, with a fresh runtime.

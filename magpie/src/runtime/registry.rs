@@ -843,15 +843,18 @@ impl Registry {
 
     /// Wakes whoever must see a timer filed earlier than the driver's current deadline.
     ///
-    /// With the role held, that is its holder, and also one of the D5 sleepers (a worker
-    /// parked inside `join`, else the threads in `block_on` inside `block_in_place`): they
-    /// went to sleep for a later deadline, or for none, and the holder may leave the role to
-    /// run a long poll before this deadline comes, with no free worker parked to take it
-    /// over (D4's hand-off wakes only those). Woken, the sleeper parks again no longer than
-    /// the new deadline and turns the drivers then if the role is free (sleep/README.md, D5;
-    /// until 2026-11-29 nothing woke it, and the timer waited for the holder's next
-    /// maintenance, `tests/review_fixes_adversarial.rs`). It costs a wake per filing that
-    /// lowers the earliest deadline while such a sleeper is parked, not one per task.
+    /// With the role held, that is its holder; with the role free, a parked worker outside
+    /// `join`, which takes the role when it parks again. Either way also one of the D5
+    /// sleepers (a worker parked inside `join`, else the threads in `block_on` inside
+    /// `block_in_place`): they went to sleep for a later deadline, or for none, and the
+    /// worker that drives may leave the role to run a long poll before this deadline comes,
+    /// with no free worker parked to take it over (D4's hand-off wakes only those). Woken,
+    /// the sleeper parks again no longer than the new deadline and turns the drivers then if
+    /// the role is free (sleep/README.md, D5; until 2026-11-29 nothing woke it, and the timer
+    /// waited for the driver's next maintenance, `tests/review_fixes_adversarial.rs`). With
+    /// no free worker parked, the sleeper is the one woken to drive, as before. It costs a
+    /// wake per filing that lowers the earliest deadline while such a sleeper is parked, not
+    /// one per task.
     pub(crate) fn rearm_timers(&self, rearm: Rearm) {
         match rearm {
             Rearm::Nobody => {}
@@ -860,7 +863,8 @@ impl Registry {
                 self.wake_a_driving_sleeper();
             }
             Rearm::Anyone => {
-                self.wake_to_drive();
+                let _ = self.sleep.wake_free_cold();
+                self.wake_a_driving_sleeper();
             }
         }
     }
