@@ -202,11 +202,7 @@ impl Sleep {
             let Some(state) = self.unsaturated(Acquire) else {
                 return;
             };
-            if state.searching() == 0
-                && state.unparked() < self.num_workers
-                && !self.wake_free_cold()
-                && jobs()
-            {
+            if self.wake_wanted(state) && !self.wake_free_cold() && jobs() {
                 // Only workers inside `join` are parked, and a job is queued.
                 self.wake_any_cold();
             }
@@ -326,7 +322,14 @@ impl Sleep {
     /// R1's decision on a loaded `state`: wakes one parked worker if nobody searches.
     /// Returns whether it woke one.
     fn notify_work_cold(&self, state: IdleState) -> bool {
-        state.searching() == 0 && state.unparked() < self.num_workers && self.wake_any_cold()
+        self.wake_wanted(state) && self.wake_any_cold()
+    }
+
+    /// R1's condition on a loaded `state`: nobody searches (a searcher would find the work)
+    /// and somebody is parked.
+    #[inline]
+    fn wake_wanted(&self, state: IdleState) -> bool {
+        state.searching() == 0 && state.unparked() < self.num_workers
     }
 
     /// Called after publishing a *task*: as [`Sleep::notify_work`], but wakes only a worker
@@ -343,7 +346,7 @@ impl Sleep {
 
     #[cold]
     fn notify_task_cold(&self, state: IdleState) {
-        if state.searching() == 0 && state.unparked() < self.num_workers {
+        if self.wake_wanted(state) {
             self.wake_free_cold();
         }
     }
@@ -416,26 +419,26 @@ impl Sleep {
     /// take the driver role if it were woken (`IdleLoop::hand_off_driver`). The caller orders
     /// this after its own release of the role with a SeqCst fence.
     pub(crate) fn has_parked_free(&self) -> bool {
-        self.idle
-            .iter()
-            .zip(self.join_waiting.iter())
-            .any(|(idle, join)| {
-                // Acquire: as in `wake_cold`; Relaxed for `join_waiting`, read after it.
-                idle.load(Acquire) & !join.load(Relaxed) != 0
-            })
+        self.first_parked(|idle, join| idle & !join).is_some()
     }
 
     /// A worker parked inside `join` with its wakeup unclaimed, the lowest, if any: one that
     /// turns the drivers when it wakes without taking the role for its sleep (D5 in
     /// README.md). The caller orders this after its own store with a SeqCst fence.
     pub(crate) fn parked_join_waiter(&self) -> Option<usize> {
+        self.first_parked(|idle, join| idle & join)
+    }
+
+    /// The lowest worker whose bit `pick` keeps, given a word of the idle bitmap and the
+    /// same word of `join_waiting`: a scan of unclaimed wakeups, without claiming any.
+    fn first_parked(&self, pick: impl Fn(u64, u64) -> u64) -> Option<usize> {
         self.idle
             .iter()
             .zip(self.join_waiting.iter())
             .enumerate()
             .find_map(|(word_index, (idle, join))| {
                 // Acquire: as in `wake_cold`; Relaxed for `join_waiting`, read after it.
-                let bits = idle.load(Acquire) & join.load(Relaxed);
+                let bits = pick(idle.load(Acquire), join.load(Relaxed));
                 (bits != 0).then(|| word_index * 64 + bits.trailing_zeros() as usize)
             })
     }
