@@ -901,7 +901,9 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    context::current_registry().spawn(future, Origin::caller())
+    // The caller's location, taken here: a closure has none of its own.
+    let origin = Origin::caller();
+    context::with_current_registry(|registry| registry.spawn(future, origin))
 }
 
 /// Runs `future` to completion on the calling thread, on the current runtime (the one whose
@@ -953,7 +955,9 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    context::current_registry().spawn(Closure::new(f), Origin::caller())
+    // The caller's location, taken here: a closure has none of its own.
+    let origin = Origin::caller();
+    context::with_current_registry(|registry| registry.spawn(Closure::new(f), origin))
 }
 
 /// Runs the closure `f` on the current runtime's blocking pool (see

@@ -739,6 +739,7 @@ impl Registry {
 
     /// Queues a woken (or new) task: on the current worker's own queues if this thread is
     /// one of this runtime's workers, otherwise on the inject queue.
+    #[inline]
     fn schedule_task(&self, task: Task, is_yield: bool) {
         self.with_own_worker(|worker| match worker {
             Some(worker) => worker.schedule_local(task, is_yield),
@@ -978,10 +979,12 @@ pub(crate) fn refused_after_shutdown() -> ! {
 }
 
 impl Schedule for Arc<Registry> {
+    #[inline]
     fn schedule(&self, task: Task) {
         self.schedule_task(task, false);
     }
 
+    #[inline]
     fn yield_task(&self, task: Task) {
         self.schedule_task(task, true);
     }

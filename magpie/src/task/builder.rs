@@ -87,7 +87,7 @@ impl Builder {
         F::Output: Send + 'static,
     {
         let origin = self.origin(std::panic::Location::caller());
-        context::current_registry().spawn(future, origin)
+        context::with_current_registry(|registry| registry.spawn(future, origin))
     }
 
     /// Spawns `future` on `runtime`, as [`Runtime::spawn`].
@@ -124,7 +124,7 @@ impl Builder {
         T: Send + 'static,
     {
         let origin = self.origin(std::panic::Location::caller());
-        context::current_registry().spawn(Closure::new(f), origin)
+        context::with_current_registry(|registry| registry.spawn(Closure::new(f), origin))
     }
 
     /// Runs the closure `f` as a task on `runtime`, as [`Runtime::submit`].

@@ -345,6 +345,7 @@ pub(crate) struct State {
 impl State {
     /// The state of a new task (see [`INITIAL_STATE`]): two references, notified, with a
     /// `JoinHandle`.
+    #[inline]
     pub(crate) fn new() -> State {
         State {
             val: AtomicUsize::new(INITIAL_STATE),
@@ -352,6 +353,7 @@ impl State {
     }
 
     /// A snapshot of the word.
+    #[inline]
     pub(crate) fn load(&self) -> Snapshot {
         // Acquire: pairs with the Release in `transition_to_complete`, so a `JoinHandle` that
         // sees `COMPLETE` here may read the output.
@@ -392,6 +394,7 @@ impl State {
     /// `RUNNING`. If the task was aborted, reports [`TransitionToRunning::Cancelled`] (still
     /// claimed) so that the future is dropped rather than polled. If the runtime claimed it at
     /// shutdown, drops the `Notified`'s reference instead.
+    #[inline]
     pub(crate) fn transition_to_running(&self) -> TransitionToRunning {
         // AcqRel: Acquire pairs with the Release of `transition_to_idle` (the previous poll's
         // writes to the future) and of the wake or abort that set `NOTIFIED` (what the waker
@@ -426,6 +429,7 @@ impl State {
     /// reference to a new `Notified` if the task was woken meanwhile, or drops it otherwise.
     /// If the task was aborted during the poll, changes nothing and reports
     /// [`TransitionToIdle::Cancelled`].
+    #[inline]
     pub(crate) fn transition_to_idle(&self) -> TransitionToIdle {
         // AcqRel: Release publishes this poll's writes to the future to the next
         // `transition_to_running` (or to the thread that frees the task); Acquire pairs with
@@ -458,6 +462,7 @@ impl State {
     /// still the caller's to drop (invariant 3). `RUNNING` stays set: the caller then takes
     /// the task off the live list and calls [`State::transition_to_complete`]. See "The live
     /// list and the output" in the module docs.
+    #[inline]
     pub(crate) fn transition_to_stored(&self) -> TransitionToStored {
         // AcqRel: Release publishes the stored output to a handle whose destructor finds
         // `STORED` and drops it before `COMPLETE` (pairs with the Acquire in
@@ -496,6 +501,7 @@ impl State {
     /// if the task is idle and not notified; otherwise just drops its reference (setting
     /// `NOTIFIED` first if the task is running, so the poller reschedules it). Waking a
     /// complete task does nothing but drop the reference.
+    #[inline]
     pub(crate) fn transition_to_notified_by_val(&self) -> TransitionToNotifiedByVal {
         // AcqRel: Release makes what the waker wrote before waking visible to the poll that
         // answers the wake (pairs with the Acquire in `transition_to_running` and
@@ -527,6 +533,7 @@ impl State {
 
     /// A waker woken by reference: as [`State::transition_to_notified_by_val`], but the waker
     /// keeps its reference, so `Submit` takes a new one for the `Notified`.
+    #[inline]
     pub(crate) fn transition_to_notified_by_ref(&self) -> TransitionToNotifiedByRef {
         // AcqRel (the Release half is the one needed): as in `transition_to_notified_by_val`,
         // what the waker wrote before waking is visible to the poll that answers it. A
@@ -553,6 +560,7 @@ impl State {
     /// reference for a new `Notified`, which the caller submits so that a worker drops the
     /// future (see "Cancellation" in the module docs). Aborting a complete or already
     /// cancelled task does nothing.
+    #[inline]
     pub(crate) fn transition_to_cancelled(&self) -> TransitionToCancelled {
         // AcqRel (the Release half is the one needed): the decisions need only this word's
         // modification order; Release makes an abort behave like a wake, so what the aborter
@@ -579,6 +587,7 @@ impl State {
     /// and, if the task is idle, claims `RUNNING` so that the caller drops the future in place
     /// (no worker is left to run a `Notified`). A `Notified` still queued then fails in
     /// [`State::transition_to_running`]. A complete task is left alone.
+    #[inline]
     pub(crate) fn transition_to_shutdown(&self) -> TransitionToShutdown {
         // AcqRel: Acquire pairs with the Release of `transition_to_idle`, so the caller sees
         // the last poll's writes to the future it drops; Release as in
@@ -605,6 +614,7 @@ impl State {
     /// returned new state says who drops the join waker: the handle if `JOIN_WAKER` is clear
     /// (it owns the slot again), the completer otherwise (it is reading it now). The handle
     /// then drops its reference with [`State::ref_dec`].
+    #[inline]
     pub(crate) fn unset_join_interested(&self) -> Result<Snapshot, Snapshot> {
         // AcqRel: Acquire pairs with the Release in `transition_to_stored` (and
         // `transition_to_complete`), so an `Err` handle may drop the output; Release orders the handle's last reads of the join
@@ -629,6 +639,7 @@ impl State {
     /// the completer: sets `JOIN_WAKER`. Fails with the current state, leaving it unchanged
     /// and the slot the handle's, if the task is already complete: the handle then reads the
     /// output instead of waiting.
+    #[inline]
     pub(crate) fn set_join_waker(&self) -> Result<Snapshot, Snapshot> {
         // AcqRel: Release publishes the waker written into the slot to the completer (pairs
         // with the Acquire in `transition_to_complete`). On failure, the Acquire of the load
@@ -651,6 +662,7 @@ impl State {
     /// The `JoinHandle` takes the join waker slot back to store a different waker: clears
     /// `JOIN_WAKER`. Fails with the current state, leaving it unchanged, if the task is
     /// complete: the completer may be reading the waker, and the handle reads the output.
+    #[inline]
     pub(crate) fn unset_waker(&self) -> Result<Snapshot, Snapshot> {
         // AcqRel, though neither half is needed on success: the completer reads the slot only
         // after a `COMPLETE` that follows this RMW, and then sees `JOIN_WAKER` clear or set
@@ -689,6 +701,7 @@ impl State {
     ///
     /// Aborts the process if the count reaches [`MAX_REFS`], as `Arc::clone` does: only a
     /// program leaking references by the billions gets there.
+    #[inline]
     pub(crate) fn ref_inc(&self) {
         // Relaxed: a reference is made from one the caller holds, so the task is alive and
         // nothing needs publishing (as in `Arc::clone`).
@@ -728,6 +741,7 @@ impl fmt::Debug for State {
 #[cfg(test)]
 impl State {
     /// A state word holding `bits`, for tests that start from an arbitrary state.
+    #[inline]
     pub(crate) fn from_bits(bits: usize) -> State {
         State {
             val: AtomicUsize::new(bits),
