@@ -675,7 +675,13 @@ impl Registry {
             None => Id::next(),
         };
         let identity = Identity::with_id(id, origin, spawned_ns, insight);
-        let (task, handle) = new_task(future, self.clone(), identity);
+        // A reference a freed task gave back to the spawning worker if it has one, sparing
+        // the shared count a write (`WorkerThread::registry_ref`).
+        let scheduler = match spawner {
+            Some(worker) => worker.registry_ref(),
+            None => self.clone(),
+        };
+        let (task, handle) = new_task(future, scheduler, identity);
         if self.task_hooks_set {
             if self.owned.is_closed() {
                 // Refused before any hook ran: the runtime shuts its tasks down. Neither
@@ -997,6 +1003,19 @@ impl Schedule for Arc<Registry> {
         // `release`, right after, unlinks it as any completion does.
         if self.hooks.unhandled(payload) {
             self.shutdown_tasks();
+        }
+    }
+
+    #[inline]
+    fn recycle(self) {
+        // A task freed on one of this registry's workers leaves its reference with that
+        // worker for the next spawn there; elsewhere (a `JoinHandle` dropped last on an
+        // outside thread, another runtime's worker) it is dropped.
+        // SAFETY: a non-null current worker is live while its thread runs work, which
+        // includes this call.
+        match unsafe { WorkerThread::current().as_ref() } {
+            Some(worker) if ptr::eq(worker.registry(), &*self) => worker.keep_registry_ref(self),
+            _ => drop(self),
         }
     }
 

@@ -39,6 +39,14 @@ pub(crate) trait Schedule: Send + Sync + Sized + 'static {
         let _ = task;
         false
     }
+
+    /// The task that held this scheduler was freed, and hands it back. The default drops
+    /// it; the runtime's workers keep their registry's reference for the next task they
+    /// spawn (`WorkerThread::keep_registry_ref`), so that a task's start and end write no
+    /// line that every worker writes.
+    fn recycle(self) {
+        drop(self);
+    }
 }
 
 /// The right to run a task once: one of the task's references, with its `NOTIFIED` bit

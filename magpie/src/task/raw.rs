@@ -40,6 +40,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::panic::Location;
 use std::pin::Pin;
 use std::ptr::{self, NonNull};
@@ -300,8 +301,9 @@ pub(crate) enum Stage<F: Future> {
 
 /// The typed middle of a task: its scheduler and its stage.
 pub(crate) struct Core<F: Future, S> {
-    /// Where wakes send the task's `Notified`.
-    pub(crate) scheduler: S,
+    /// Where wakes send the task's `Notified`. Given back with [`Schedule::recycle`] when
+    /// the task is freed (`dealloc`, the one place a cell is dropped), not dropped with it.
+    pub(crate) scheduler: ManuallyDrop<S>,
     /// See [`Stage`]; accessed under state 2 and state 3.
     pub(crate) stage: UnsafeCell<Stage<F>>,
 }
@@ -377,7 +379,7 @@ impl RawTask {
                 identity,
             },
             core: Core {
-                scheduler,
+                scheduler: ManuallyDrop::new(scheduler),
                 stage: UnsafeCell::new(Stage::Running(future)),
             },
             trailer: Trailer {
@@ -722,14 +724,19 @@ where
 {
     // SAFETY: invariant 1: the cell came from `Box::leak` in `RawTask::new`; invariant 4:
     // the last reference is gone, so nothing else can reach it.
-    let cell = unsafe { Box::from_raw(ptr.cast::<Cell<F, S>>().as_ptr()) };
+    let mut cell = unsafe { Box::from_raw(ptr.cast::<Cell<F, S>>().as_ptr()) };
     // The stage may still hold a future or an unread output, user code whose destructor may
     // panic. Nobody waits for this task any more (no handle, no reference): drop the payload.
     // SAFETY: invariant 4: this thread owns the whole cell.
     if let Err(payload) = unsafe { cell.core.drop_stage() } {
         drop_payload(payload);
     }
+    // SAFETY: taken once, here, just before the cell (whose field it is) is dropped; a
+    // panic from the rest of the cell (the join waker's destructor) unwinds through the
+    // local, which drops it.
+    let scheduler = unsafe { ManuallyDrop::take(&mut cell.core.scheduler) };
     drop(cell);
+    scheduler.recycle();
     #[cfg(all(any(test, debug_assertions), not(loom)))]
     LIVE_TASKS.fetch_sub(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.
 }

@@ -120,7 +120,19 @@ pub(crate) struct WorkerThread {
     /// and a wake that must reach a free worker (the timers' hand-off) could land on it and
     /// be lost (found in the review of issue 19).
     join_waits: Cell<u32>,
+    /// References to `registry` that freed tasks gave back (`keep_registry_ref`), which the
+    /// next tasks this worker spawns take (`registry_ref`): a task's scheduler reference
+    /// then costs no write to the registry's reference count, a line that the submitters
+    /// and every worker would otherwise write once per task. At most
+    /// [`MAX_KEPT_REGISTRY_REFS`]; given back when the thread stops being this worker.
+    kept_registry_refs: Cell<usize>,
 }
+
+/// How many registry references one worker keeps at most (see
+/// `WorkerThread::kept_registry_refs`). A worker that only completes tasks spawned
+/// elsewhere (by a thread outside the pool, say) keeps this many and then drops the rest as
+/// before; its exit gives them back one by one, a few hundred microseconds at most.
+const MAX_KEPT_REGISTRY_REFS: usize = 1 << 14;
 
 impl WorkerThread {
     /// The worker running on this thread, or null off the pool.
@@ -131,6 +143,46 @@ impl WorkerThread {
 
     pub(crate) fn index(&self) -> usize {
         self.index
+    }
+
+    /// A reference to this worker's registry for a task it spawns: one a freed task gave
+    /// back if there is one (no write to the shared count), else a new one.
+    #[inline]
+    pub(crate) fn registry_ref(&self) -> Arc<Registry> {
+        match self.kept_registry_refs.get() {
+            0 => self.registry.clone(),
+            kept => {
+                self.kept_registry_refs.set(kept - 1);
+                // SAFETY: `keep_registry_ref` leaked one strong reference to this registry
+                // (`Arc::into_raw` of an `Arc` to the same allocation, so the same pointer)
+                // for each count in `kept_registry_refs`; this takes one of them back.
+                unsafe { Arc::from_raw(Arc::as_ptr(&self.registry)) }
+            }
+        }
+    }
+
+    /// Keeps `registry`, a reference to this worker's own registry that a freed task gave
+    /// back (`Schedule::recycle`), for the next task this worker spawns; drops it if this
+    /// worker keeps enough already.
+    #[inline]
+    pub(crate) fn keep_registry_ref(&self, registry: Arc<Registry>) {
+        debug_assert!(Arc::ptr_eq(&registry, &self.registry));
+        let kept = self.kept_registry_refs.get();
+        if kept < MAX_KEPT_REGISTRY_REFS {
+            // The strong count stays raised: `kept_registry_refs` accounts for it.
+            let _ = Arc::into_raw(registry);
+            self.kept_registry_refs.set(kept + 1);
+        }
+    }
+
+    /// Drops every reference `keep_registry_ref` kept. Called once this thread is no
+    /// longer the current worker, so that no freed task can hand it another.
+    fn give_back_registry_refs(&self) {
+        for _ in 0..self.kept_registry_refs.replace(0) {
+            // SAFETY: as in `registry_ref`: each count is one leaked strong reference. The
+            // worker's own `registry` keeps the count above zero throughout.
+            drop(unsafe { Arc::from_raw(Arc::as_ptr(&self.registry)) });
+        }
     }
 
     pub(crate) fn registry(&self) -> &Registry {
@@ -540,6 +592,7 @@ pub(crate) fn run(seed: WorkerSeed) {
             && (trace.is_none() || cfg!(magpie_no_trace)),
         trace,
         join_waits: Cell::new(0),
+        kept_registry_refs: Cell::new(0),
         index: seed.index,
         counters: seed.registry.counters[seed.index].clone(),
         rng: Cell::new(FastRand::for_worker(seed.index)),
@@ -583,5 +636,73 @@ pub(crate) fn run(seed: WorkerSeed) {
         "worker exited with tasks in its queues"
     );
     CURRENT.with(|c| c.set(ptr::null()));
+    // No task freed on this thread from now on gives its reference to this worker.
+    worker.give_back_registry_refs();
     worker.registry.worker_exited(last);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
+
+    use crate::Runtime;
+
+    /// Tasks freed on a worker leave their reference to the registry with it
+    /// (`keep_registry_ref`) instead of writing the shared count, the worker's next spawns
+    /// take those references (`registry_ref`), and a runtime dropped afterwards still frees
+    /// its registry: the worker gives them back when it exits.
+    #[test]
+    fn freed_tasks_leave_their_registry_reference_with_the_worker() {
+        const TASKS: usize = 100;
+        let rt = Runtime::builder()
+            .worker_threads(1)
+            .stall_threshold(None)
+            .build()
+            .unwrap();
+        let registry = Arc::downgrade(rt.registry());
+        let base = registry.strong_count();
+        // Hold the only worker, so that every closure below is freed there: their handles
+        // are dropped before any of them runs, so the worker drops their last reference.
+        let (release, held) = mpsc::channel::<()>();
+        let (started_tx, started) = mpsc::channel::<()>();
+        let blocker = rt.submit(move || {
+            started_tx.send(()).unwrap();
+            held.recv_timeout(Duration::from_secs(60)).unwrap();
+        });
+        started.recv_timeout(Duration::from_secs(60)).unwrap();
+        for _ in 0..TASKS {
+            drop(rt.submit(|| ()));
+        }
+        release.send(()).unwrap();
+        blocker.join().unwrap();
+        rt.wait_idle();
+        // A closure run after them on the same worker: by then it has freed all of them.
+        rt.submit(|| ()).join().unwrap();
+        assert!(
+            registry.strong_count() >= base + TASKS,
+            "the worker kept {} references, not the {TASKS} its freed tasks gave back",
+            registry.strong_count().saturating_sub(base)
+        );
+        // Spawns on the worker take the kept references rather than new ones.
+        let before = registry.strong_count();
+        let children = rt.block_on(rt.spawn(async {
+            let handles: Vec<_> = (0..TASKS / 2).map(|_| crate::spawn(async {})).collect();
+            for handle in handles {
+                handle.await.unwrap();
+            }
+        }));
+        children.unwrap();
+        assert!(
+            registry.strong_count() <= before + 1,
+            "spawns on the worker raised the count from {before} to {}",
+            registry.strong_count()
+        );
+        drop(rt);
+        assert_eq!(
+            registry.strong_count(),
+            0,
+            "the registry outlived its runtime: a kept reference was never given back"
+        );
+    }
 }
