@@ -931,10 +931,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 fn block_on_registry<F: Future>(registry: &Arc<Registry>, future: F, caller: &str) -> F::Output {
     let _enter = context::enter(registry);
     if registry.hooks.watches_panics() {
-        let watched = task_hooks::WatchPanics {
-            hooks: &registry.hooks,
-            future,
-        };
+        let watched = task_hooks::WatchPanics::new(&registry.hooks, future);
         block_on::block_on_thread(watched, caller)
     } else {
         block_on::block_on_thread(future, caller)

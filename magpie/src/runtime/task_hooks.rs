@@ -38,7 +38,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use crate::sync::{lock, Mutex};
+use crate::sync::atomic::Relaxed;
+use crate::sync::{lock, Mutex, StaticAtomicU64};
 use crate::task::raw::Header;
 use crate::task::TaskMeta;
 use crate::util::unwind::{drop_payload, halt_unwinding, resume_unwinding, Payload};
@@ -118,8 +119,9 @@ struct Tripped {
     payload: Option<Payload>,
     /// Whether an unhandled panic shut the runtime down.
     tripped: bool,
-    /// The `block_on` calls waiting on this runtime (their thread wakers).
-    waiters: Vec<Waker>,
+    /// The `block_on` calls waiting on this runtime: each one's key (`WatchPanics::key`)
+    /// and its thread's waker.
+    waiters: Vec<(u64, Waker)>,
 }
 
 impl fmt::Debug for Tripped {
@@ -190,7 +192,7 @@ impl TaskHooks {
         };
         // Outside the lock, each guarded: a waker is user-visible code (in principle another
         // executor's).
-        for waker in waiters {
+        for (_, waker) in waiters {
             if let Err(payload) = halt_unwinding(move || waker.wake()) {
                 drop_payload(payload);
             }
@@ -205,7 +207,7 @@ impl TaskHooks {
 
     /// For a `block_on`'s poll: unwinds with the unhandled panic if the runtime tripped,
     /// else leaves `waker` to be woken when it does.
-    fn check(&self, waker: &Waker) {
+    fn check(&self, key: u64, waker: &Waker) {
         let mut tripped = lock(&self.tripped);
         if tripped.tripped {
             let payload = tripped.payload.take();
@@ -219,21 +221,32 @@ impl TaskHooks {
                 ),
             }
         }
-        if !tripped.waiters.iter().any(|w| w.will_wake(waker)) {
-            tripped.waiters.push(waker.clone());
+        // By key, not by `Waker::will_wake`, which is best-effort: it compares vtable
+        // addresses, and a clone's vtable may sit at another address than the original's
+        // (under Miri it does, for std's `Wake` wakers), so the list would grow by one
+        // waker per poll and `forget` would leave them all (found by running these tests
+        // under Miri).
+        match tripped.waiters.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, kept)) => {
+                if !kept.will_wake(waker) {
+                    // Dropped after the lock is released, as in `forget`.
+                    let old = std::mem::replace(kept, waker.clone());
+                    drop(tripped);
+                    drop(old);
+                }
+            }
+            None => tripped.waiters.push((key, waker.clone())),
         }
     }
 
     /// Forgets a `block_on`'s waker when it returns.
-    fn forget(&self, waker: &Waker) {
-        let removed: Vec<Waker> = {
+    fn forget(&self, key: u64) {
+        let removed = {
             let mut tripped = lock(&self.tripped);
-            let (gone, kept) = std::mem::take(&mut tripped.waiters)
-                .into_iter()
-                .partition(|w| w.will_wake(waker));
-            tripped.waiters = kept;
-            gone
+            let at = tripped.waiters.iter().position(|(k, _)| *k == key);
+            at.map(|at| tripped.waiters.swap_remove(at))
         };
+        // Outside the lock: a waker's destructor is user-visible code.
         drop(removed);
     }
 }
@@ -243,8 +256,22 @@ impl TaskHooks {
 /// for `TaskHooks::unhandled`, so that a `block_on` waiting for something that will never
 /// come (a cancelled task's channel, `pending()`) still returns.
 pub(crate) struct WatchPanics<'a, F> {
-    pub(crate) hooks: &'a TaskHooks,
-    pub(crate) future: F,
+    hooks: &'a TaskHooks,
+    /// This `block_on`'s entry in the waiters list, unique for the process's life.
+    key: u64,
+    future: F,
+}
+
+impl<'a, F> WatchPanics<'a, F> {
+    pub(crate) fn new(hooks: &'a TaskHooks, future: F) -> Self {
+        // Relaxed: only uniqueness matters, which the RMW gives.
+        static NEXT_KEY: StaticAtomicU64 = StaticAtomicU64::new(0);
+        WatchPanics {
+            hooks,
+            key: NEXT_KEY.fetch_add(1, Relaxed),
+            future,
+        }
+    }
 }
 
 impl<F: Future> Future for WatchPanics<'_, F> {
@@ -260,9 +287,9 @@ impl<F: Future> Future for WatchPanics<'_, F> {
         // otherwise leave it in the list for the runtime's life.
         let leaving = Forget {
             hooks: this.hooks,
-            waker: cx.waker(),
+            key: this.key,
         };
-        this.hooks.check(cx.waker());
+        this.hooks.check(this.key, cx.waker());
         // SAFETY: as above: pinned in place for as long as `self` is.
         let future = unsafe { Pin::new_unchecked(&mut this.future) };
         let polled = future.poll(cx);
@@ -276,12 +303,12 @@ impl<F: Future> Future for WatchPanics<'_, F> {
 /// Calls [`TaskHooks::forget`] when dropped.
 struct Forget<'a> {
     hooks: &'a TaskHooks,
-    waker: &'a Waker,
+    key: u64,
 }
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
-        self.hooks.forget(self.waker);
+        self.hooks.forget(self.key);
     }
 }
 
@@ -305,10 +332,9 @@ mod tests {
         let waker = Waker::from(counted.clone());
         let mut cx = Context::from_waker(&waker);
         for _ in 0..3 {
-            let mut watched = std::pin::pin!(WatchPanics {
-                hooks: &hooks,
-                future: async { panic!("the future's own panic") },
-            });
+            let mut watched = std::pin::pin!(WatchPanics::new(&hooks, async {
+                panic!("the future's own panic")
+            }));
             let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 watched.as_mut().poll(&mut cx)
             }));
@@ -327,19 +353,65 @@ mod tests {
         let waker = Waker::from(Arc::new(Counted));
         let mut cx = Context::from_waker(&waker);
         let mut polls = 0;
-        let mut watched = std::pin::pin!(WatchPanics {
-            hooks: &hooks,
-            future: std::future::poll_fn(|_| {
+        let mut watched = std::pin::pin!(WatchPanics::new(
+            &hooks,
+            std::future::poll_fn(|_| {
                 polls += 1;
                 if polls == 1 {
                     Poll::Pending
                 } else {
                     Poll::Ready(())
                 }
-            }),
-        });
+            })
+        ));
         assert!(watched.as_mut().poll(&mut cx).is_pending());
         assert_eq!(lock(&hooks.tripped).waiters.len(), 1);
+        assert!(watched.as_mut().poll(&mut cx).is_ready());
+        assert_eq!(lock(&hooks.tripped).waiters.len(), 0);
+    }
+
+    /// A waker whose clones carry another vtable than the original, so that
+    /// `Waker::will_wake` (which compares vtable addresses) says no to a clone of itself, as
+    /// std's `Wake` wakers do under Miri.
+    fn waker_unlike_its_clones() -> Waker {
+        use std::task::{RawWaker, RawWakerVTable};
+        fn clone(data: *const ()) -> RawWaker {
+            RawWaker::new(data, &CLONED)
+        }
+        fn noop(_: *const ()) {}
+        static ORIGINAL: RawWakerVTable = RawWakerVTable::new(clone, noop, noop, noop);
+        static CLONED: RawWakerVTable = RawWakerVTable::new(clone, noop, noop, noop);
+        // SAFETY: the vtable's functions do nothing with the (null) data pointer, and
+        // `clone` returns a waker with the same contract.
+        unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &ORIGINAL)) }
+    }
+
+    /// Polled many times with the same waker, a `block_on` has one entry in the list, and
+    /// none once it returns, even where `will_wake` cannot recognise the waker's clone: the
+    /// entry is found by the `block_on`'s key (it was found by `will_wake`, which left one
+    /// more waker per poll, and all of them once it returned).
+    #[test]
+    fn a_block_on_keeps_one_entry_whatever_its_waker_says_to_will_wake() {
+        let hooks = TaskHooks::new(None, None, UnhandledPanic::ShutdownRuntime);
+        let waker = waker_unlike_its_clones();
+        assert!(!waker.will_wake(&waker.clone()));
+        let mut cx = Context::from_waker(&waker);
+        let mut polls = 0;
+        let mut watched = std::pin::pin!(WatchPanics::new(
+            &hooks,
+            std::future::poll_fn(|_| {
+                polls += 1;
+                if polls < 5 {
+                    Poll::Pending
+                } else {
+                    Poll::Ready(())
+                }
+            })
+        ));
+        for _ in 0..4 {
+            assert!(watched.as_mut().poll(&mut cx).is_pending());
+            assert_eq!(lock(&hooks.tripped).waiters.len(), 1);
+        }
         assert!(watched.as_mut().poll(&mut cx).is_ready());
         assert_eq!(lock(&hooks.tripped).waiters.len(), 0);
     }
