@@ -345,6 +345,18 @@ mod tests {
         assert_eq!(Arc::strong_count(&counted), 1);
     }
 
+    /// A future that is pending for its first `polls` polls, then ready.
+    fn pending_for(polls: usize) -> impl Future<Output = ()> {
+        let mut left = polls;
+        std::future::poll_fn(move |_| {
+            if left == 0 {
+                return Poll::Ready(());
+            }
+            left -= 1;
+            Poll::Pending
+        })
+    }
+
     /// A pending poll keeps the waker (an unhandled panic must reach it); the ready one
     /// forgets it.
     #[test]
@@ -352,18 +364,7 @@ mod tests {
         let hooks = TaskHooks::new(None, None, UnhandledPanic::ShutdownRuntime);
         let waker = Waker::from(Arc::new(Counted));
         let mut cx = Context::from_waker(&waker);
-        let mut polls = 0;
-        let mut watched = std::pin::pin!(WatchPanics::new(
-            &hooks,
-            std::future::poll_fn(|_| {
-                polls += 1;
-                if polls == 1 {
-                    Poll::Pending
-                } else {
-                    Poll::Ready(())
-                }
-            })
-        ));
+        let mut watched = std::pin::pin!(WatchPanics::new(&hooks, pending_for(1)));
         assert!(watched.as_mut().poll(&mut cx).is_pending());
         assert_eq!(lock(&hooks.tripped).waiters.len(), 1);
         assert!(watched.as_mut().poll(&mut cx).is_ready());
@@ -396,18 +397,7 @@ mod tests {
         let waker = waker_unlike_its_clones();
         assert!(!waker.will_wake(&waker.clone()));
         let mut cx = Context::from_waker(&waker);
-        let mut polls = 0;
-        let mut watched = std::pin::pin!(WatchPanics::new(
-            &hooks,
-            std::future::poll_fn(|_| {
-                polls += 1;
-                if polls < 5 {
-                    Poll::Pending
-                } else {
-                    Poll::Ready(())
-                }
-            })
-        ));
+        let mut watched = std::pin::pin!(WatchPanics::new(&hooks, pending_for(4)));
         for _ in 0..4 {
             assert!(watched.as_mut().poll(&mut cx).is_pending());
             assert_eq!(lock(&hooks.tripped).waiters.len(), 1);
