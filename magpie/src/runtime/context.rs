@@ -35,11 +35,12 @@ pub(crate) fn current_registry() -> Arc<Registry> {
     super::global::registry().clone()
 }
 
-/// Calls `f` with the current runtime's registry (as [`current_registry`]), borrowed where
-/// that costs nothing: on a worker outside `block_in_place`, and off the pool with no
-/// `block_on` running (the global runtime). The spawn functions take this path, so a spawn
-/// from a task writes the registry's reference count only for the task's own reference, not
-/// for a clone dropped at once: every worker's spawns write that one line.
+/// Calls `f` with the current runtime's registry (as [`current_registry`]), borrowed on a
+/// worker outside `block_in_place`, where spawns from tasks come from: such a spawn writes
+/// the registry's reference count only for the task's own reference, not for a clone
+/// dropped at once (every worker's spawns write that one line). Elsewhere it clones, as
+/// `current_registry` does: a `block_on` entered on this thread is found through a list
+/// that `f` (a spawn hook is user code) may change by entering another runtime.
 #[inline]
 pub(crate) fn with_current_registry<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
     // SAFETY: a non-null current worker is live for the duration of this call, which `f`
@@ -49,23 +50,7 @@ pub(crate) fn with_current_registry<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R
             return f(worker.registry_arc());
         }
     }
-    with_current_registry_cold(f)
-}
-
-/// The rest of [`with_current_registry`]: a `block_on` entered on this thread (cloned: `f`
-/// may run user code, a spawn hook, that enters another runtime and so writes the list),
-/// or the global runtime.
-#[cold]
-#[inline(never)]
-fn with_current_registry_cold<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
-    // SAFETY: as in `with_current_registry`.
-    if let Some(worker) = unsafe { WorkerThread::current().as_ref() } {
-        return f(&current_entered().unwrap_or_else(|| worker.registry_arc().clone()));
-    }
-    match current_entered() {
-        Some(registry) => f(&registry),
-        None => f(super::global::registry()),
-    }
+    f(&current_registry())
 }
 
 /// The innermost runtime whose `block_on` runs on this thread, if any.
