@@ -719,6 +719,7 @@ fn child_spawn_blocking_storm() {
             .build()
             .unwrap()
     });
+    let baseline = common::thread_count();
     let (busy_tx, busy_rx) = mpsc::channel::<()>();
     let (running_tx, running_rx) = mpsc::channel();
     let busy = rt.spawn_blocking(move || {
@@ -773,7 +774,9 @@ fn child_spawn_blocking_storm() {
     common::eventually("the blocking thread exits", || {
         rt.stats().blocking_threads == 0
     });
-    // The spawners and the pool's thread exited: take their room away again.
+    // The spawners and the pool's thread exited (the kernel may count them a moment
+    // longer): take their room away again.
+    common::assert_thread_count_returns_to(baseline, "spawners and pool thread");
     no_more_threads();
     let dropped = Arc::new(AtomicUsize::new(0));
     struct CountDrop(Arc<AtomicUsize>);

@@ -4,7 +4,7 @@
 
 use std::sync::{mpsc, Arc, Mutex};
 
-use super::{assert_thread_count_returns_to, thread_count};
+use super::thread_count;
 
 /// Sets the soft limit of `resource` to `soft` (at most the hard limit).
 pub(crate) fn set_limit(resource: libc::__rlimit_resource_t, soft: u64) {
@@ -48,8 +48,14 @@ pub(crate) fn become_unprivileged(uid: u32) -> bool {
 /// Sets `RLIMIT_NPROC` so that exactly `extra` more threads can start, calibrated by
 /// starting threads until the OS refuses (other processes of the same user would shift the
 /// count).
+///
+/// The calibration holds only while no thread of this user exits: a thread that a test
+/// joined (or a pool let go) may still be counted for a moment after it is gone, and leaves
+/// room behind when the kernel finally releases it. Wait for such threads first
+/// ([`super::assert_thread_count_returns_to`]), or use [`no_more_threads`], which checks itself.
 pub(crate) fn allow_more_threads(extra: usize) {
-    set_limit(libc::RLIMIT_NPROC, (thread_count() + extra) as u64);
+    let base = thread_count();
+    set_limit(libc::RLIMIT_NPROC, (base + extra) as u64);
     let (release_tx, release_rx) = mpsc::channel::<()>();
     let release_rx = Arc::new(Mutex::new(release_rx));
     let mut started = Vec::new();
@@ -70,20 +76,33 @@ pub(crate) fn allow_more_threads(extra: usize) {
     for handle in started {
         handle.join().unwrap();
     }
-    let before = thread_count();
-    assert_thread_count_returns_to(before, "calibration threads");
-    // Shift the limit by what the calibration found.
-    let shifted = (thread_count() + extra) as i64 + (extra as i64 - got as i64);
+    // The calibration threads are counted until the kernel releases them, which may be a
+    // moment after `join` returns; wait for them (the count taken before they started).
+    let mut now = thread_count();
+    super::eventually(
+        &format!("the calibration threads leave: {now} threads, {base} before them"),
+        || {
+            now = thread_count();
+            now <= base
+        },
+    );
+    // Shift the limit by what the calibration found: the user had `base + extra - got`
+    // threads when the OS refused, and this process has lost `base - now` since.
+    let shifted = (now + extra) as i64 + (extra as i64 - got as i64);
     set_limit(libc::RLIMIT_NPROC, shifted.max(0) as u64);
 }
 
-/// No new thread can start.
+/// No new thread can start. Checked by trying one; if it starts (a thread of this user
+/// left after the calibration and freed its room), the calibration runs again.
 pub(crate) fn no_more_threads() {
-    allow_more_threads(0);
-    assert!(
-        std::thread::Builder::new().spawn(|| ()).is_err(),
-        "a thread still starts"
-    );
+    for _ in 0..100 {
+        allow_more_threads(0);
+        match std::thread::Builder::new().spawn(|| ()) {
+            Err(_) => return,
+            Ok(probe) => probe.join().unwrap(),
+        }
+    }
+    panic!("a thread still starts after 100 calibrations");
 }
 
 /// Threads can start again (the soft limit back at the hard one).
