@@ -20,12 +20,19 @@ fi
 tests=("$@")
 [ ${#tests[@]} -eq 0 ] && tests=(leaks stress_tasks active_workers task_pool scheduling)
 for test in "${tests[@]}"; do
-    exe=$(cargo test -p magpie --features serde --test "$test" --no-run --message-format=json 2>/dev/null \
+    # The binary that the README's test command (`cargo test --workspace`) built: asking for
+    # `-p magpie` instead would unify features differently and rebuild magpie for this pass.
+    exe=$(cargo test --workspace --test "$test" --no-run --message-format=json 2>/dev/null \
         | python3 -c 'import json,sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+    if (m.get("reason") == "compiler-artifact" and m.get("executable")
+            and m.get("package_id", "").split("#")[0].endswith("/magpie")):
         print(m["executable"])' | tail -1)
+    if [ -z "$exe" ]; then
+        echo "valgrind: no magpie test binary named $test" >&2
+        exit 1
+    fi
     echo "==> valgrind: $test ($exe)"
     MAGPIE_LEAK_SMALL=1 MAGPIE_VALGRIND=1 valgrind --quiet --error-exitcode=1 \
         --leak-check=full --errors-for-leak-kinds=definite,indirect \
