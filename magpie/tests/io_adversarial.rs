@@ -124,8 +124,11 @@ fn async_fd_refuses_descriptors_epoll_refuses() {
         let err = AsyncFd::with_interest(null, Interest::READABLE).expect_err("/dev/null");
         assert_eq!(err.raw_os_error(), Some(libc::EPERM), "{err}");
 
-        // A number that names no open descriptor: open one, close it, use its number.
-        let closed: RawFd = File::open("/").unwrap().as_raw_fd();
+        // A number that names no open descriptor. Not one just opened and closed: the tests
+        // of this file run in parallel, and another one's next descriptor took that number
+        // in a CI run, so the registration succeeded. The kernel hands out no descriptor at
+        // or above `fs.nr_open`, whose ceiling is below `RawFd::MAX`.
+        let closed: RawFd = RawFd::MAX;
         let err = AsyncFd::new(closed).expect_err("registered a closed descriptor");
         assert_eq!(err.raw_os_error(), Some(libc::EBADF), "{err}");
 
