@@ -4,18 +4,12 @@
 # must stay correct.
 #
 # Runs the test binaries that the README's test command (`cargo test --workspace`, in
-# scripts/test.sh) has built, rather than `cargo test -p magpie`: selecting one package
-# unifies the dependencies' features differently (magpie-bench turns on magpie's `tokio-io`
-# and `futures/thread-pool`), so cargo rebuilt magpie and every test binary for this pass,
-# about 5 minutes of CI on 2 cores. Arguments go to each test binary.
+# scripts/test.sh) has built (magpie-test-binaries.sh): `cargo test -p magpie` rebuilt magpie
+# and every test binary for this pass, about 5 minutes of CI on 2 cores. Arguments go to
+# each test binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t binaries < <(
-    cargo test --workspace --lib --tests --no-run --message-format=json \
-        | grep '"package_id":"path+file://[^"]*/magpie#' \
-        | grep -o '"executable":"[^"]*"' \
-        | cut -d'"' -f4
-)
+mapfile -t binaries < <(bash scripts/magpie-test-binaries.sh --lib --tests)
 if (( ${#binaries[@]} < 2 )); then
     echo "symmetric.sh: found ${#binaries[@]} magpie test binaries, expected the lib's and the integration tests'" >&2
     exit 1

@@ -20,15 +20,8 @@ fi
 tests=("$@")
 [ ${#tests[@]} -eq 0 ] && tests=(leaks stress_tasks active_workers task_pool scheduling)
 for test in "${tests[@]}"; do
-    # The binary that the README's test command (`cargo test --workspace`) built: asking for
-    # `-p magpie` instead would unify features differently and rebuild magpie for this pass.
-    exe=$(cargo test --workspace --test "$test" --no-run --message-format=json 2>/dev/null \
-        | python3 -c 'import json,sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if (m.get("reason") == "compiler-artifact" and m.get("executable")
-            and m.get("package_id", "").split("#")[0].endswith("/magpie")):
-        print(m["executable"])' | tail -1)
+    # The binary that the README's test command built (no rebuild for this pass).
+    exe=$(bash scripts/magpie-test-binaries.sh --test "$test" | tail -1)
     if [ -z "$exe" ]; then
         echo "valgrind: no magpie test binary named $test" >&2
         exit 1
