@@ -43,6 +43,9 @@ export RUSTFLAGS="$flags"
 export RUSTDOCFLAGS="$flags"
 export CARGO_TARGET_DIR=target/asan
 export CARGO_PROFILE_DEV_OPT_LEVEL=1
+# Line tables are all that ASan's reports and Rust's backtraces need; full debug info only
+# lengthens the build.
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 cargo_test=(cargo +nightly test --target "$host" -p magpie)
 

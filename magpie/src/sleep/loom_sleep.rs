@@ -246,7 +246,9 @@ fn loom_publish_races_last_searcher_and_sleeper() {
 fn loom_two_jobs_two_sleepers() {
     // Two publications racing two workers on their way to sleep: both jobs run, and the
     // second notification is not swallowed by the first wakeup. Bound 2: three threads that
-    // all park make this the largest model (38,000 executions; over a minute at bound 3).
+    // all park make this the largest model (7 s at bound 2, 5 minutes at bound 3 on the
+    // 2-vCPU VM). `LOOM_MAX_PREEMPTIONS` would replace the bound: `scripts/loom.sh` runs this
+    // model without it, unless `--named-bound` says otherwise.
     model(Some(2), || {
         with_pool(2, |pool| {
             let first = spawn(pool, |pool| pool.worker(0, false, 2, true));

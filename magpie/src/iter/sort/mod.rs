@@ -233,6 +233,17 @@ mod tests {
         32771, 65537, 100_003, 262_147,
     ];
 
+    /// Whether the tests run at full size: in release (the second pass of `scripts/test.sh`),
+    /// not in debug builds (`cargo test`, the symmetric-barrier and ASan passes), where the
+    /// five largest tests took 13 to 42 s each. The debug sizes still reach every parallel
+    /// path on 4 workers (8 merge leaves of `MIN_LEAF` and more, several `SCAN_GRAIN`s).
+    const FULL: bool = !cfg!(debug_assertions);
+
+    /// `LENGTHS` without those over 65,537 in a debug build.
+    fn lengths() -> impl Iterator<Item = usize> {
+        LENGTHS.iter().copied().filter(|&n| FULL || n <= 65_537)
+    }
+
     const PATTERNS: &[&str] = &[
         "random", "sorted", "reversed", "revdup", "equal", "mod4", "sawtooth", "organ", "nearly",
     ];
@@ -277,7 +288,7 @@ mod tests {
     fn sort_matches_std() {
         with_pools(|| {
             for &kind in PATTERNS {
-                for &n in LENGTHS {
+                for n in lengths() {
                     both_sorts_match_std(pattern(kind, n, 1), &format!("{kind}, n = {n}"));
                 }
             }
@@ -300,7 +311,7 @@ mod tests {
     #[cfg_attr(miri, ignore = "too slow under Miri: see small_parallel_sorts")]
     fn sort_descending_comparator_and_large() {
         with_pools(|| {
-            let input = pattern("random", 1 << 20, 2);
+            let input = pattern("random", if FULL { 1 << 20 } else { 1 << 17 }, 2);
             let mut expect = input.clone();
             expect.sort_unstable_by(|a, b| b.cmp(a));
             let mut v = input.clone();
@@ -315,7 +326,7 @@ mod tests {
     /// `K` u64s: the key first, the original index last.
     fn check_wide<const K: usize>() {
         for kind in ["random", "mod4", "sawtooth", "reversed", "nearly"] {
-            for n in [5000, 70_001] {
+            for n in [5000, if FULL { 70_001 } else { 40_009 }] {
                 let input: Vec<[u64; K]> = pattern(kind, n, 6)
                     .into_iter()
                     .enumerate()
@@ -370,7 +381,7 @@ mod tests {
     #[cfg_attr(miri, ignore = "too slow under Miri: see small_parallel_sorts")]
     fn mergesort_is_stable() {
         with_pools(|| {
-            for &n in &LENGTHS[..LENGTHS.len() - 1] {
+            for n in lengths().filter(|&n| n < 262_147) {
                 for modulus in [1, 4, 1000, u32::MAX] {
                     for kind in ["random", "reversed", "revdup", "sawtooth"] {
                         // (key, original index): sorting by key alone must keep the
@@ -480,7 +491,8 @@ mod tests {
     fn panics_at_every_stage<const P: usize>(kinds: &[&str]) {
         for sort in sorters::<P>() {
             for &kind in kinds {
-                for n in [3000, 40_009] {
+                // 20,011 still makes two merge levels and parallel merges.
+                for n in [3000, if FULL { 40_009 } else { 20_011 }] {
                     let total = sort_tracked(sort, kind, n, 0);
                     let early = [1, 2, total / 50, total / 20, total / 3, total / 2];
                     for k in early.into_iter().chain([total * 9 / 10, total - 1, total]) {
