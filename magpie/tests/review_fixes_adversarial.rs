@@ -441,29 +441,24 @@ fn a_scope_spawn_left_on_the_waiting_workers_deque_runs_outside_the_task() {
 fn a_timer_fires_after_its_driver_is_switched_off_while_the_other_waits_in_join() {
     let rt = Arc::new(named_runtime(2, "rfa-so"));
     let other = Arc::new(runtime(1));
-    // The waiter must run on worker 0 (only worker 1 can be switched off).
-    let mut attempt = 0;
-    let (release_tx, waiter) = loop {
-        attempt += 1;
-        assert!(attempt <= 50, "the closure never ran on worker 0");
-        let (release_tx, release_rx) = mpsc::channel::<()>();
-        let (index_tx, index_rx) = mpsc::channel();
+    // The waiter must run on worker 0 (only worker 1 can be switched off). It is submitted
+    // while worker 1 is off, so that nobody can take it from worker 0's mailbox, as a thief
+    // may: retrying until it landed there failed 50 times in a row, in about one run in six
+    // of the whole file (not when this test ran alone). Worker 1 is back on, free, before
+    // the sleep is filed.
+    rt.set_active_workers(1).unwrap();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (index_tx, index_rx) = mpsc::channel();
+    let waiter = {
         let other = other.clone();
-        let waiter = rt
-            .submit_to(0, move || {
-                let index = magpie::current_worker_index().unwrap();
-                index_tx.send(index).unwrap();
-                if index != 0 {
-                    return false;
-                }
-                other.install(move || release_rx.recv_timeout(DEADLINE).is_ok())
-            })
-            .unwrap();
-        if index_rx.recv_timeout(DEADLINE).unwrap() == 0 {
-            break (release_tx, waiter);
-        }
-        waiter.join().unwrap();
+        rt.submit_to(0, move || {
+            index_tx.send(magpie::current_worker_index()).unwrap();
+            other.install(move || release_rx.recv_timeout(DEADLINE).is_ok())
+        })
+        .unwrap()
     };
+    assert_eq!(index_rx.recv_timeout(DEADLINE).unwrap(), Some(0));
+    rt.set_active_workers(2).unwrap();
     wait_until_asleep("rfa-so", 2);
     let (slept_tx, slept_rx) = mpsc::channel();
     let deadline = Instant::now() + Duration::from_millis(500);
