@@ -239,14 +239,15 @@ where
     /// "The live list and the output"), and drops the reference this thread held while it
     /// held `RUNNING`.
     fn complete(self, result: Result<F::Output, JoinError>) {
-        if self.state().load().is_join_interested() {
+        // Whether the handle is gone: then the completer's reference goes with `COMPLETE`.
+        let detached = if self.state().load().is_join_interested() {
             // SAFETY: state.rs invariant 2: this thread still holds RUNNING, and the future is
             // gone (every caller dropped it).
             unsafe { self.core().store_output(result) };
             match self.state().transition_to_stored() {
                 // The output is the handle's now: a handle dropped from here on drops it in
                 // its destructor, so it never waits for the steps below.
-                TransitionToStored::Stored => {}
+                TransitionToStored::Stored => false,
                 TransitionToStored::Detached => {
                     // The handle left after the load above: the result is still ours, and
                     // it goes before the task leaves the live list, as below.
@@ -255,23 +256,36 @@ where
                     if let Some(result) = unsafe { self.core().take_detached_result() } {
                         self.drop_detached_result(result);
                     }
+                    true
                 }
             }
         } else {
             // The handle is gone (JOIN_INTEREST is never set again), so the result is ours.
             // No need to store it, nor to set STORED.
             self.drop_detached_result(result);
-        }
+            true
+        };
         // Leave the owner's list of live tasks before the handle can see the task complete,
         // so that a caller who awaited every handle sees none alive. If the list held a
-        // reference, it is ours now; we still hold our own, so it is not the last.
-        if self.core().scheduler.release(self.raw()) {
-            let last = self.state().ref_dec();
-            debug_assert!(!last, "the completer still holds a reference");
+        // reference, it is ours now, dropped with `COMPLETE` below; we still hold our own
+        // until then, so the list's is not the last.
+        let list_ref = self.core().scheduler.release(self.raw());
+        // A detached task's completer has nothing left to do after `COMPLETE` (the handle
+        // cleared JOIN_WAKER with JOIN_INTEREST, and nobody sets it again), so its own
+        // reference goes in the same RMW.
+        let snapshot = self
+            .state()
+            .transition_to_complete(usize::from(list_ref) + usize::from(detached));
+        if detached {
+            debug_assert!(!snapshot.is_join_waker_set());
+            if snapshot.ref_count() == 0 {
+                // State.rs invariant 5: that RMW dropped the last reference.
+                self.dealloc();
+            }
+            return;
         }
-        let snapshot = self.state().transition_to_complete();
-        // The output is dropped already, or is the handle's (state.rs invariant 3). A handle
-        // dropped before this RMW cleared JOIN_WAKER with JOIN_INTEREST.
+        // The output is the handle's (state.rs invariant 3). A handle dropped after the
+        // store cleared JOIN_WAKER with JOIN_INTEREST.
         debug_assert!(snapshot.is_join_interested() || !snapshot.is_join_waker_set());
         if snapshot.is_join_waker_set() {
             let woken = halt_unwinding(|| {
@@ -382,7 +396,22 @@ where
     /// invariant 3; maybe before the task is complete, invariant 7), the join waker if the slot is the handle's (invariant 4), and the
     /// handle's reference.
     pub(crate) fn drop_join_handle(self) {
-        let next = match self.state().unset_join_interested() {
+        // The common case, a handle that never lent a waker (JOIN_WAKER clear): the slot is
+        // the handle's until its RMW (state.rs invariant 4; only the handle sets JOIN_WAKER),
+        // so it is emptied first, and the reference goes in the same RMW as the interest
+        // unless the output is there to drop.
+        let lent = self.state().load().is_join_waker_set();
+        if !lent {
+            self.drop_join_waker();
+        }
+        let next = match self.state().unset_join_interested(!lent) {
+            Ok(next) if !lent => {
+                if next.ref_count() == 0 {
+                    // State.rs invariant 5: that RMW dropped the last reference.
+                    self.dealloc();
+                }
+                return;
+            }
             Ok(next) => next,
             Err(next) => {
                 // SAFETY: state.rs invariants 2 and 3: the output was stored first (STORED,
@@ -394,8 +423,8 @@ where
                 next
             }
         };
-        if !next.is_join_waker_set() {
-            // State.rs invariant 4: JOIN_WAKER is clear, so the slot is the handle's.
+        if lent && !next.is_join_waker_set() {
+            // State.rs invariant 4: JOIN_WAKER is clear, so the slot is the handle's again.
             self.drop_join_waker();
         }
         self.drop_reference();

@@ -204,16 +204,11 @@ impl Task {
         self.linked.store(true, SeqCst);
     }
 
-    /// The completer leaves the live list (`Schedule::release`), dropping the list's
-    /// reference if the task was linked.
-    fn release(&self) {
+    /// The completer leaves the live list (`Schedule::release`). Returns whether the task
+    /// was linked, in which case the list's reference is now the completer's to drop.
+    fn release(&self) -> bool {
         // SeqCst: `OwnedTasks::remove`'s decrement, which `wait_idle` reads.
-        if self.linked.swap(false, SeqCst) {
-            assert!(
-                !self.state.ref_dec(),
-                "the completer still holds a reference"
-            );
-        }
+        self.linked.swap(false, SeqCst)
     }
 
     /// `wait_idle`, called after this thread dropped (or read) its handle: if it sees the
@@ -230,21 +225,35 @@ impl Task {
     }
 
     /// Completes, after the output is stored, as `Harness::complete` does: deals with the
-    /// output, leaves the live list, sets `COMPLETE`, and drops the poller's reference.
+    /// output, leaves the live list, sets `COMPLETE` dropping the list's reference, and the
+    /// poller's own with it when the task is detached, or after the join waker otherwise.
     #[cfg(not(magpie_loom_broken))]
     fn complete(&self) {
-        if !self.state.load().is_join_interested() {
+        let detached = if !self.state.load().is_join_interested() {
             // Detached before completion: dropped without storing (the model's poll stored
             // it already; that makes no difference to the ordering checked).
             self.drop_output();
+            true
         } else {
             match self.state.transition_to_stored() {
-                TransitionToStored::Stored => {}
-                TransitionToStored::Detached => self.drop_output(),
+                TransitionToStored::Stored => false,
+                TransitionToStored::Detached => {
+                    self.drop_output();
+                    true
+                }
             }
+        };
+        let list_ref = self.release();
+        let done = self
+            .state
+            .transition_to_complete(usize::from(list_ref) + usize::from(detached));
+        if detached {
+            assert!(!done.is_join_waker_set(), "JOIN_WAKER on a detached task");
+            if done.ref_count() == 0 {
+                self.free();
+            }
+            return;
         }
-        self.release();
-        let done = self.state.transition_to_complete();
         self.after_complete(done);
     }
 
@@ -257,8 +266,8 @@ impl Task {
         if early {
             self.drop_output();
         }
-        self.release();
-        let done = self.state.transition_to_complete();
+        let list_ref = self.release();
+        let done = self.state.transition_to_complete(usize::from(list_ref));
         if !early && !done.is_join_interested() {
             self.drop_output();
         }
@@ -367,21 +376,34 @@ impl Task {
         self.drop_output();
     }
 
-    /// The `JoinHandle` is dropped.
+    /// The `JoinHandle` is dropped, as `Harness::drop_join_handle` does: a handle that never
+    /// lent its waker empties the slot first and drops its reference with its interest
+    /// unless the output is there to drop.
     fn drop_join_handle(&self) {
-        match self.state.unset_join_interested() {
+        let lent = self.state.load().is_join_waker_set();
+        if !lent {
+            self.drop_join_waker();
+        }
+        match self.state.unset_join_interested(!lent) {
             Err(now) => {
                 // Stored first: the output is ours to drop (invariant 3), unless we read it.
                 let unread = self.with_stage(|stage| *stage == Stage::Output);
                 if unread {
                     self.drop_output();
                 }
-                if !now.is_join_waker_set() {
+                if lent && !now.is_join_waker_set() {
                     self.drop_join_waker();
                 }
             }
             Ok(now) => {
                 assert!(!now.is_join_waker_set());
+                if !lent {
+                    // The reference went with the interest.
+                    if now.ref_count() == 0 {
+                        self.free();
+                    }
+                    return;
+                }
                 self.drop_join_waker();
             }
         }

@@ -142,7 +142,7 @@ fn transition_to_idle_table() {
 fn transition_to_complete_table() {
     check_table(
         "transition_to_complete",
-        |s: &State| s.transition_to_complete().bits(),
+        |s: &State| s.transition_to_complete(0).bits(),
         &[
             (R | J | refs(2), C | J | refs(2), C | J | refs(2)),
             (
@@ -157,6 +157,41 @@ fn transition_to_complete_table() {
                 C | N | X | J | refs(1),
                 C | N | X | J | refs(1),
             ),
+        ],
+    );
+}
+
+#[test]
+fn transition_to_complete_dropping_references_table() {
+    // The live list's reference (1), or that and a detached completer's own (2), dropped
+    // with COMPLETE; the flags move exactly as with 0, and no bit borrows from another.
+    check_table(
+        "transition_to_complete(1)",
+        |s: &State| s.transition_to_complete(1).bits(),
+        &[
+            (R | J | refs(3), C | J | refs(2), C | J | refs(2)),
+            (
+                R | J | W | S | refs(2),
+                C | J | W | S | refs(1),
+                C | J | W | S | refs(1),
+            ),
+            (
+                R | N | X | refs(2),
+                C | N | X | refs(1),
+                C | N | X | refs(1),
+            ),
+        ],
+    );
+    check_table(
+        "transition_to_complete(2)",
+        |s: &State| s.transition_to_complete(2).bits(),
+        &[
+            // The last two references: the completer frees the task.
+            (R | refs(2), C, C),
+            (R | S | refs(2), C | S, C | S),
+            // A waker still holds one: whoever drops it frees the task.
+            (R | N | refs(3), C | N | refs(1), C | N | refs(1)),
+            (R | X | refs(1000), C | X | refs(998), C | X | refs(998)),
         ],
     );
 }
@@ -270,7 +305,7 @@ fn unset_join_interested_table() {
     let bits = |r: Result<Snapshot, Snapshot>| r.map(Snapshot::bits).map_err(Snapshot::bits);
     check_table(
         "unset_join_interested",
-        |s: &State| bits(s.unset_join_interested()),
+        |s: &State| bits(s.unset_join_interested(false)),
         &[
             // Not complete: the completer will drop the output; the handle takes the slot
             // back (JOIN_WAKER cleared) and drops its waker.
@@ -293,6 +328,25 @@ fn unset_join_interested_table() {
             // is reading the waker and will drop it.
             (C | J | refs(1), Err(C | refs(1)), C | refs(1)),
             (C | J | W | refs(2), Err(C | W | refs(2)), C | W | refs(2)),
+        ],
+    );
+}
+
+#[test]
+fn unset_join_interested_releasing_the_reference_table() {
+    // A handle that never lent a waker (JOIN_WAKER clear) drops its reference with its
+    // interest when the completer will drop the output; when the output is stored it keeps
+    // the reference, to drop the output first.
+    let bits = |r: Result<Snapshot, Snapshot>| r.map(Snapshot::bits).map_err(Snapshot::bits);
+    check_table(
+        "unset_join_interested(true)",
+        |s: &State| bits(s.unset_join_interested(true)),
+        &[
+            (N | J | refs(2), Ok(N | refs(1)), N | refs(1)),
+            (R | J | refs(3), Ok(R | refs(2)), R | refs(2)),
+            (J | refs(1), Ok(0), 0),
+            (R | S | J | refs(2), Err(R | S | refs(2)), R | S | refs(2)),
+            (C | J | refs(1), Err(C | refs(1)), C | refs(1)),
         ],
     );
 }
@@ -378,12 +432,12 @@ fn lifecycle_pending_wake_ready_join() {
     // Polled again: Ready.
     assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
     drops.future += 1;
-    let done = state.transition_to_complete();
+    let done = state.transition_to_complete(0);
     assert!(done.is_join_interested() && !done.is_join_waker_set());
     // The handle takes the output, then is dropped; the poller drops its reference last.
     assert!(state.load().is_complete());
     drops.output += 1;
-    assert!(state.unset_join_interested().is_err());
+    assert!(state.unset_join_interested(false).is_err());
     assert!(!state.ref_dec());
     if state.ref_dec() {
         drops.freed += 1;
@@ -399,11 +453,28 @@ fn lifecycle_pending_wake_ready_join() {
 }
 
 #[test]
+fn lifecycle_detached_then_completed_folds_the_reference_drops() {
+    // `submit` and drop the handle at once (the task pool's usual use), with the live list's
+    // reference: the handle's drop and the completion each end with one RMW.
+    let state = State::new();
+    state.ref_inc(); // The live list's.
+    assert_eq!(
+        state.unset_join_interested(true).map(|s| s.ref_count()),
+        Ok(2)
+    );
+    assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+    let done = state.transition_to_complete(2);
+    assert!(done.is_complete() && !done.is_running() && !done.is_join_waker_set());
+    assert_eq!(done.ref_count(), 0, "the completer frees the task");
+    assert_eq!(state.load().bits(), C);
+}
+
+#[test]
 fn waking_a_completed_task_is_a_no_op() {
     let state = State::new();
     assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
     state.ref_inc(); // A waker, woken only after completion.
-    let _ = state.transition_to_complete();
+    let _ = state.transition_to_complete(0);
     assert!(!state.ref_dec(), "the poller's reference");
     let before = state.load();
     assert_eq!(
@@ -422,7 +493,7 @@ fn waking_a_completed_task_is_a_no_op() {
     );
     assert_eq!(state.load().bits(), before.bits() - REF_ONE);
     // The handle is last: it drops the output and frees the task.
-    assert!(state.unset_join_interested().is_err());
+    assert!(state.unset_join_interested(false).is_err());
     assert!(state.ref_dec());
 }
 
@@ -430,12 +501,12 @@ fn waking_a_completed_task_is_a_no_op() {
 fn join_handle_dropped_after_complete_drops_the_output_itself() {
     let state = State::new();
     assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
-    let done = state.transition_to_complete();
+    let done = state.transition_to_complete(0);
     assert!(
         done.is_join_interested(),
         "the completer leaves the output to the handle"
     );
-    let dropped = state.unset_join_interested();
+    let dropped = state.unset_join_interested(false);
     assert!(
         matches!(dropped, Err(s) if !s.is_join_interested() && !s.is_join_waker_set()),
         "complete first: the handle drops the output (and owns the waker slot): {dropped:?}"
@@ -452,13 +523,13 @@ fn join_handle_dropped_before_complete_leaves_the_output_to_the_completer() {
         state.set_join_waker().map(Snapshot::bits),
         Ok(R | J | W | refs(2))
     );
-    let dropped = state.unset_join_interested();
+    let dropped = state.unset_join_interested(false);
     assert!(
         matches!(dropped, Ok(s) if !s.is_join_waker_set()),
         "the handle takes its waker back: {dropped:?}"
     );
     assert!(!state.ref_dec());
-    let done = state.transition_to_complete();
+    let done = state.transition_to_complete(0);
     assert!(!done.is_join_interested() && !done.is_join_waker_set());
     assert!(
         state.ref_dec(),
@@ -474,7 +545,7 @@ fn join_waker_woken_by_the_completer_then_handed_back() {
     // The handle replaces its waker while the task runs.
     assert!(state.unset_waker().is_ok());
     assert!(state.set_join_waker().is_ok());
-    let done = state.transition_to_complete();
+    let done = state.transition_to_complete(0);
     assert!(done.is_join_interested() && done.is_join_waker_set());
     let after = state.unset_waker_after_complete();
     assert!(
@@ -484,7 +555,7 @@ fn join_waker_woken_by_the_completer_then_handed_back() {
     // A late attempt to swap the waker sees the task complete.
     assert!(state.set_join_waker().is_err());
     assert!(!state.ref_dec());
-    assert!(state.unset_join_interested().is_err());
+    assert!(state.unset_join_interested(false).is_err());
     assert!(state.ref_dec());
 }
 
@@ -509,10 +580,10 @@ fn abort_idle_task_lets_a_worker_drop_the_future() {
         state.transition_to_running(),
         TransitionToRunning::Cancelled
     );
-    let done = state.transition_to_complete();
+    let done = state.transition_to_complete(0);
     assert!(done.is_cancelled() && done.is_join_interested());
     assert!(!state.ref_dec());
-    assert!(state.unset_join_interested().is_err());
+    assert!(state.unset_join_interested(false).is_err());
     assert!(state.ref_dec());
 }
 
@@ -525,9 +596,9 @@ fn shutdown_claims_an_idle_task_and_its_queued_notified_fails() {
         state.transition_to_shutdown(),
         TransitionToShutdown::Claimed
     );
-    let _ = state.transition_to_complete();
+    let _ = state.transition_to_complete(0);
     assert!(!state.ref_dec(), "the runtime's");
-    assert!(state.unset_join_interested().is_err());
+    assert!(state.unset_join_interested(false).is_err());
     assert!(!state.ref_dec(), "the handle's");
     assert_eq!(
         state.transition_to_running(),
