@@ -198,7 +198,9 @@ impl OwnedTasks {
     ///
     /// # Safety
     ///
-    /// The caller holds a reference to `task`, which has never been linked.
+    /// The caller holds a reference to `task`, which has never been linked, and which no
+    /// other thread can reach yet: it was never queued, no waker of it exists, and its
+    /// `JoinHandle` has not left the caller's thread (a new task, before it is scheduled).
     pub(crate) unsafe fn bind(&self, task: RawTask) -> bool {
         // Relaxed: only a shortcut; the shard's flag, read under its lock, decides.
         if self.closed.load(Relaxed) {
@@ -209,9 +211,11 @@ impl OwnedTasks {
         if shard.closed {
             return false;
         }
-        // SAFETY: the caller's reference keeps the task alive; the new reference is the
-        // list's (invariant 2).
-        unsafe { task.state() }.ref_inc();
+        // SAFETY: the caller's reference keeps the task alive, and no other thread can reach
+        // its state word (the caller's contract): the new reference is the list's (invariant
+        // 2), taken without a locked instruction. Whoever reaches the task later does so
+        // through the unlock below or the queue push that follows it (both Release).
+        unsafe { task.state().ref_inc_unpublished() };
         let old_head = shard.head;
         // SAFETY: invariant 1: we hold the shard lock; the task is not linked yet.
         unsafe {

@@ -740,6 +740,26 @@ impl State {
         }
     }
 
+    /// Takes one more reference to a task that no other thread can reach yet (never queued,
+    /// no waker made, its `JoinHandle` still on this thread): a load and a store, where
+    /// [`State::ref_inc`] needs a locked RMW, since nothing can write the word in between.
+    ///
+    /// # Safety
+    ///
+    /// No other thread accesses the state word until the caller publishes the task, and the
+    /// publication (a lock's release, a queue's Release push) orders this store before every
+    /// access of theirs.
+    #[inline]
+    pub(crate) unsafe fn ref_inc_unpublished(&self) {
+        // Relaxed: no other thread reads or writes the word before the publication that
+        // carries this store (the caller's contract).
+        let prev = Snapshot(self.val.load(Relaxed));
+        if prev.ref_count() >= MAX_REFS {
+            std::process::abort();
+        }
+        self.val.store(prev.0 + REF_ONE, Relaxed);
+    }
+
     /// Drops one reference. Returns whether it was the last, in which case the caller must
     /// free the task.
     #[must_use]

@@ -470,6 +470,17 @@ fn lifecycle_detached_then_completed_folds_the_reference_drops() {
 }
 
 #[test]
+fn a_reference_taken_before_publication_counts_as_any_other() {
+    let state = State::new();
+    // SAFETY: this thread alone reaches the word.
+    unsafe { state.ref_inc_unpublished() };
+    assert_eq!(state.load().bits(), INITIAL_STATE + REF_ONE);
+    assert!(!state.ref_dec());
+    assert!(!state.ref_dec());
+    assert!(state.ref_dec());
+}
+
+#[test]
 fn waking_a_completed_task_is_a_no_op() {
     let state = State::new();
     assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
