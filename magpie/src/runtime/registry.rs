@@ -549,7 +549,7 @@ impl Registry {
         self.with_own_worker(|worker| {
             let futures = futures.into_iter();
             let mut handles = Vec::with_capacity(futures.size_hint().0);
-            for future in futures {
+            for (i, future) in futures.enumerate() {
                 let origin = Origin {
                     location,
                     name: None,
@@ -560,6 +560,11 @@ impl Registry {
                     // Not counted as a remote schedule: a batch's tasks count as spawns
                     // only, from inside the pool or out.
                     self.push_inject(task);
+                    // A worker for each of the batch's first tasks, woken now rather than
+                    // one after another (`Sleep::notify_batch_task`).
+                    if i > 0 && i < self.num_workers() {
+                        self.sleep.notify_batch_task(i);
+                    }
                 }
             }
             handles

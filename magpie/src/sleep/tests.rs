@@ -634,3 +634,32 @@ fn ping_pong_never_loses_a_wakeup() {
         assert!(!pool.sleep.wake_any_cold());
     }
 }
+
+#[test]
+fn a_batch_wakes_a_worker_per_task_where_a_single_task_wakes_one() {
+    // Four parked workers; a batch of three tasks from outside the pool.
+    let sleep = Sleep::new(4);
+    for worker in 0..4 {
+        let _ = sleep.register_parked(worker, false);
+    }
+    assert_eq!(counts(&sleep), (0, 0));
+    // The first task's notification (R1) wakes one searcher.
+    sleep.notify_task_after_seqcst_push();
+    assert_eq!(counts(&sleep), (1, 1));
+    // R1 alone wakes nobody more while that one searches...
+    sleep.notify_task_after_seqcst_push();
+    assert_eq!(counts(&sleep), (1, 1));
+    // ...but the batch's second and third tasks each wake one more.
+    sleep.notify_batch_task(1);
+    assert_eq!(counts(&sleep), (2, 2));
+    sleep.notify_batch_task(2);
+    assert_eq!(counts(&sleep), (3, 3));
+    // No more than the batch's tasks: with three unparked, a repeat for task 2 wakes nobody.
+    sleep.notify_batch_task(2);
+    assert_eq!(counts(&sleep), (3, 3));
+    // Never beyond the pool: all four unparked, nothing left to wake.
+    sleep.notify_batch_task(3);
+    sleep.notify_batch_task(3);
+    assert_eq!(counts(&sleep), (4, 4));
+    assert!(!sleep.wake_any_cold());
+}
