@@ -2,16 +2,14 @@
 //! that sit in no queue (waiting for a waker that may never fire).
 //!
 //! An intrusive doubly-linked list through each task's [`Header::owned`] links, split into
-//! shards so that spawns and completions on different workers rarely meet on one lock
-//! (tokio's `OwnedTasks` is sharded by task id for the same reason). A shard holds runs of
-//! consecutive ids rather than tasks scattered one by one, so that a worker running a stretch
-//! of tasks spawned together keeps its shard's line (see [`OwnedTasks::shard_of`]).
+//! shards by task address so that spawns and completions on different workers rarely meet on
+//! one lock (tokio's `OwnedTasks` is sharded the same way, for the same reason).
 //!
 //! # Invariants
 //!
 //! 1. A task's `owned` links are read and written only under the lock of its shard
-//!    ([`OwnedTasks::shard_of`] is a function of the task's id, which never changes, so a
-//!    task always maps to the same shard).
+//!    ([`OwnedTasks::shard_of`] is a function of the task's address, so a task always maps
+//!    to the same shard).
 //! 2. While a task is linked, the list holds one of its references (taken in
 //!    [`OwnedTasks::bind`]), so a linked task is always allocated. Only its completer unlinks
 //!    it, and takes that reference over ([`OwnedTasks::remove`] answers true); shutdown
@@ -159,9 +157,6 @@ where
     after == before
 }
 
-/// How many consecutive task ids share a shard (see [`OwnedTasks::shard_of`]).
-const RUN: u64 = 64;
-
 /// Every live task of one runtime.
 #[derive(Debug)]
 pub(crate) struct OwnedTasks {
@@ -175,9 +170,9 @@ pub(crate) struct OwnedTasks {
 impl OwnedTasks {
     /// A list with enough shards for `workers` workers to rarely collide.
     pub(crate) fn new(workers: usize) -> OwnedTasks {
-        // Under loom, one shard: a task's shard depends on its id (or address), which differs
-        // from one execution of a model to the next, and loom needs every execution of a
-        // schedule to touch the same objects.
+        // Under loom, one shard: a task's shard depends on its address, which differs from
+        // one execution of a model to the next, and loom needs every execution of a schedule
+        // to touch the same objects.
         let n = if cfg!(loom) {
             1
         } else {
@@ -190,43 +185,12 @@ impl OwnedTasks {
         }
     }
 
-    /// The shard of `task`: the one of its run of [`RUN`] consecutive ids.
-    ///
-    /// **Why runs, not single tasks.** Tasks spawned together are mostly run together: a
-    /// worker pulls a stretch of the inject queue into its ring, or runs what it spawned
-    /// itself, and a submitter binds one task after another. When every task had a shard
-    /// of its own (a hash of its address), two workers draining one batch took turns on
-    /// every shard, and each completion's lock `cmpxchg` waited for the line from the other
-    /// worker's cache: about 190 ns a task in the 2-worker `magpie compare` (0.7 % of a
-    /// worker's samples in `OwnedTasks::remove`, 71 % of them on that instruction),
-    /// against 15 ns with one worker. With runs, the line and the neighbours' links that an
-    /// unlink writes stay with the worker running the stretch; a thief that takes half of a
-    /// ring shares a run's shard with its victim until one of them moves past it.
-    /// Ids come in per-thread blocks (task/id.rs), so the runs of different threads are
-    /// different runs, scattered over the shards by the hash.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds a reference to `task`.
-    unsafe fn shard_of(&self, task: RawTask) -> &Slot {
-        let key = if cfg!(magpie_no_insight) {
-            // The measurement build gives every task the same id: spread them by address
-            // (heap blocks of at least 64 bytes) so that it measures the same contention.
-            task.as_ptr().as_ptr() as u64 >> 6
-        } else {
-            // SAFETY: the caller's reference keeps the task allocated; the id never changes.
-            unsafe { task.header() }.identity.id.as_u64() / RUN
-        };
-        &self.shards[self.shard_index(key)]
-    }
-
-    /// The index of the shard of `key`: a run of ids, or in the measurement build an
-    /// address.
-    fn shard_index(&self, key: u64) -> usize {
-        // The high bits of a multiplicative (Fibonacci) hash: consecutive runs, and the
-        // runs of different id blocks, land on unrelated shards.
-        let hash = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (hash >> 40) as usize & self.mask
+    fn shard_of(&self, task: RawTask) -> &Slot {
+        // Tasks are heap blocks of at least 64 bytes: drop the low bits, then mix so that
+        // consecutive allocations spread over the shards.
+        let addr = task.as_ptr().as_ptr() as usize >> 6;
+        let hash = addr.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize);
+        &self.shards[(hash >> 16) & self.mask]
     }
 
     /// Links a new task, taking a reference for the list (invariant 2). Returns false, and
@@ -242,8 +206,7 @@ impl OwnedTasks {
         if self.closed.load(Relaxed) {
             return false;
         }
-        // SAFETY: the caller holds a reference (this function's contract).
-        let slot = unsafe { self.shard_of(task) };
+        let slot = self.shard_of(task);
         let mut shard = lock(&slot.shard);
         if shard.closed {
             return false;
@@ -280,8 +243,7 @@ impl OwnedTasks {
     ///
     /// The caller holds a reference to `task`.
     pub(crate) unsafe fn remove(&self, task: RawTask) -> bool {
-        // SAFETY: the caller holds a reference (this function's contract).
-        let slot = unsafe { self.shard_of(task) };
+        let slot = self.shard_of(task);
         let mut shard = lock(&slot.shard);
         // SAFETY: invariant 1 (the lock); the caller's reference keeps the task alive.
         let unlinked = unsafe { Self::unlink(&mut shard, task.as_ptr()) };
@@ -352,17 +314,11 @@ impl OwnedTasks {
 
     /// Calls `f` with the task whose id is `id`, under its shard's lock, if it is linked;
     /// `None` otherwise. For the stall monitor, which knows a stalled task by the id in its
-    /// worker's polling word. Walks the id's shard (in the measurement build, where every id
-    /// is the same, every shard) until it finds the task (a stall is reported once, so this
-    /// runs once per stall, not per sample); `f` is magpie's own code, never user code
-    /// (STYLE.md rule 16).
+    /// worker's polling word. Walks the shards one after the other until it finds the task
+    /// (a stall is reported once, so this runs once per stall, not per sample); `f` is
+    /// magpie's own code, never user code (STYLE.md rule 16).
     pub(crate) fn with_task<R>(&self, id: Id, f: impl FnOnce(&Header) -> R) -> Option<R> {
-        let slots: &[CachePadded<Slot>] = if cfg!(magpie_no_insight) {
-            &self.shards
-        } else {
-            std::slice::from_ref(&self.shards[self.shard_index(id.as_u64() / RUN)])
-        };
-        for slot in slots {
+        for slot in self.shards.iter() {
             let shard = lock(&slot.shard);
             let found = Self::linked(&shard).find(|h| h.identity.id == id);
             if let Some(header) = found {
