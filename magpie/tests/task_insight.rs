@@ -379,6 +379,16 @@ fn a_task_waiting_in_join_while_its_worker_runs_a_foreign_job_shows_running() {
         })
     };
     let task_worker = task_worker_rx.recv().unwrap();
+    // The install must come after the other worker took the second half: sent earlier, it
+    // could go to that worker, still free (it did, 1 run in 4 of the release suite).
+    let guard = std::time::Instant::now() + common::DEADLINE;
+    while !stolen.load(SeqCst) {
+        assert!(
+            std::time::Instant::now() < guard,
+            "the second half was never stolen"
+        );
+        std::thread::yield_now();
+    }
     let (foreign_tx, foreign_rx) = mpsc::channel();
     let (release_foreign_tx, release_foreign_rx) = mpsc::channel::<()>();
     let installer = {
