@@ -562,9 +562,7 @@ impl Registry {
                     self.push_inject(task);
                     // A worker for each of the batch's first tasks, woken now rather than
                     // one after another (`Sleep::notify_batch_task`).
-                    if i > 0 && i < self.num_workers() {
-                        self.sleep.notify_batch_task(i);
-                    }
+                    self.sleep.notify_batch_task(i);
                 }
             }
             handles

@@ -310,7 +310,7 @@ impl Sleep {
         }
     }
 
-    /// After the `i`-th task of a batch (`i >= 1`, counted from 0) went into the task inject
+    /// After the `i`-th task of a batch (counted from 0) went into the task inject
     /// queue, the publisher having notified for it as for any task: wakes one more parked
     /// worker outside `join`, whether or not someone searches, while fewer than `i + 1`
     /// workers are unparked. A batch of `n` tasks so wakes up to `n` workers at once, where
@@ -327,13 +327,18 @@ impl Sleep {
     /// so it takes no fence, and a wakee that finds nothing left parks again. (rayon's
     /// registry does the same for jobs injected from outside: it wakes as many sleeping
     /// threads as jobs arrived, up to the sleepers there are.)
+    #[inline]
     pub(crate) fn notify_batch_task(&self, i: usize) {
-        // Relaxed: only a hint; see above.
-        let Some(state) = self.unsaturated(Relaxed) else {
+        // The first task had R1's notification; past the pool's size there is nobody left.
+        if i == 0 || i >= self.num_workers {
             return;
-        };
-        if state.unparked() <= i && state.unparked() < self.num_workers {
-            self.wake_free_cold();
+        }
+        // Relaxed: only a hint; see above.
+        if let Some(state) = self.unsaturated(Relaxed) {
+            // `unparked <= i < num_workers`: someone is parked.
+            if state.unparked() <= i {
+                self.wake_free_cold();
+            }
         }
     }
 

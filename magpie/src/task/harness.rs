@@ -31,7 +31,8 @@ use super::error::JoinError;
 use super::notified::{Notified, Schedule};
 use super::raw::{drop_payload, Cell, Core, Header, RawTask, Trailer};
 use super::state::{
-    State, TransitionToIdle, TransitionToRunning, TransitionToShutdown, TransitionToStored,
+    Snapshot, State, TransitionToIdle, TransitionToRunning, TransitionToShutdown,
+    TransitionToStored,
 };
 use super::waker::waker_ref;
 use crate::sync::atomic::Relaxed;
@@ -116,6 +117,15 @@ where
         // SAFETY: every caller calls this right after an RMW that answered "last reference"
         // (state.rs invariant 5).
         unsafe { self.raw().dealloc() }
+    }
+
+    /// Frees the task if `after`, the state an RMW of ours that dropped our reference left,
+    /// counts no reference: that RMW dropped the last one (state.rs invariant 5). Otherwise
+    /// nothing, and the task is no longer ours to touch.
+    fn dealloc_if_unreferenced(self, after: Snapshot) {
+        if after.ref_count() == 0 {
+            self.dealloc();
+        }
     }
 
     /// Drops this holder's reference, freeing the task if it was the last.
@@ -278,10 +288,7 @@ where
             .transition_to_complete(usize::from(list_ref) + usize::from(detached));
         if detached {
             debug_assert!(!snapshot.is_join_waker_set());
-            if snapshot.ref_count() == 0 {
-                // State.rs invariant 5: that RMW dropped the last reference.
-                self.dealloc();
-            }
+            self.dealloc_if_unreferenced(snapshot);
             return;
         }
         // The output is the handle's (state.rs invariant 3). A handle dropped after the
@@ -406,10 +413,7 @@ where
         }
         let next = match self.state().unset_join_interested(!lent) {
             Ok(next) if !lent => {
-                if next.ref_count() == 0 {
-                    // State.rs invariant 5: that RMW dropped the last reference.
-                    self.dealloc();
-                }
+                self.dealloc_if_unreferenced(next);
                 return;
             }
             Ok(next) => next,
