@@ -19,14 +19,28 @@
 //!   stack's ABA problem (a pop that reads `top.next`, then CASes on a recycled `top`) does
 //!   not arise: a CAS that succeeds on a recycled address links the node to the node that
 //!   *is* at that address now, which is right.
-//! * **Consumers** hold a lock (a `Mutex`, [`Synced`]) and keep a FIFO list of their own.
+//! * **Consumers** hold a lock (a `Mutex`, [`Synced`]) and keep a FIFO of their own.
 //!   When it runs dry, a consumer `swap`s the whole stack out (null in its place) and
-//!   reverses it into the list. Everything in the list is older than everything still on
-//!   the stack (it was taken off the stack earlier, and the stack keeps push order), so
-//!   "list first, then the reversed stack" is push order overall. The lock makes the
-//!   consumer side simple: one consumer walks and rewrites the list at a time, so there is
-//!   no Treiber-pop ABA there either, and no memory reclamation problem. Consumers mostly
+//!   moves it into the FIFO, oldest first. Everything in the FIFO is older than everything
+//!   still on the stack (it was taken off the stack earlier, and the stack keeps push
+//!   order), so "FIFO first, then the stack from its bottom" is push order overall. The
+//!   lock makes the consumer side simple: one consumer at a time, so there is no
+//!   Treiber-pop ABA there either, and no memory reclamation problem. Consumers mostly
 //!   pull batches, so it is taken about once per batch, and never by a pusher.
+//!
+//! # The consumers' array
+//!
+//! The consumers' FIFO is an array of node pointers (a `VecDeque`), not a chain through
+//! the nodes. The stack's links were written by the pushers, on other CPUs, so following
+//! them is one cache miss per node, each waiting for the one before. Moving the stack into
+//! the array follows them once, reading only. The chain it replaced (the stack reversed in
+//! place) followed them twice, once to reverse, writing every link, and once to hand the
+//! nodes out, often on another worker than the one that reversed them, so a node's line
+//! crossed CPUs up to three times before its task ran. On a 2-CPU VM the gain is small (the
+//! time between two tasks of a compare-shaped probe, 5 to 8 % less; no change beyond the
+//! noise in the async rows: BENCHMARKS.md, "2026-12-02, fourth"); the line transfers it
+//! saves grow with the number of workers pulling. The array keeps at most
+//! [`KEEP_CAPACITY`] slots while empty.
 //!
 //! Alternatives considered: Vyukov's intrusive MPSC queue (1024cores.net, "Intrusive MPSC
 //! node-based queue"; one `swap` per push, wait-free)
@@ -85,10 +99,11 @@
 //!    (a pop, `close`, a refusal) it stays allocated and nothing but the queue touches its
 //!    link (`push`'s safety contract; for tasks, the queued `Notified` holds a reference, and
 //!    a task has one `Notified` at most, task state 1).
-//! 2. A node's link is written by its producer before the Release CAS that publishes it, and
-//!    afterwards only by a consumer under the lock, after the Acquire `swap` that took the
-//!    stack; so every access to a link is ordered by happens-before (a plain cell suffices,
-//!    and under loom the cell checks exactly this).
+//! 2. A node's link is written by its producer before the Release CAS that publishes it,
+//!    and afterwards read only by a consumer under the lock, after the Acquire `swap` that
+//!    took the stack (consumers write links only of nodes they own outright: `close`'s and a
+//!    refused batch's); so every access to a link is ordered by happens-before (a plain cell
+//!    suffices, and under loom the cell checks exactly this).
 //! 3. `head` is null, a node, or [`closed`]. Pushers change it only from a non-sentinel to a
 //!    node. It becomes the sentinel only in `close`, under the lock, which also sets
 //!    `Synced::closed`; consumers swap `head` out only under the lock and only while that
@@ -99,6 +114,7 @@
 //!    exceeds the nodes reachable, and falls short of them only by nodes whose push has not
 //!    counted them yet.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::ptr::{self, NonNull};
 
@@ -177,29 +193,31 @@ struct Shared<T> {
 
 /// The consumers' part, reachable only under the lock.
 struct Synced<T> {
-    /// The oldest node of the consumers' list, linked oldest first; null when empty.
-    first: *mut T,
+    /// The nodes taken off the stack and not yet handed out, oldest first: pointers in an
+    /// array, so that handing out a batch reads the array, not a chain of links through
+    /// nodes that another thread wrote last (module docs, "The consumers' array").
+    list: VecDeque<NonNull<T>>,
     /// Set by `close`, with `head` set to the sentinel (invariant 3).
     closed: bool,
 }
+
+/// The most pointers the consumers' array keeps room for while empty: a burst of a million
+/// remote spawns leaves 8 MiB behind otherwise.
+const KEEP_CAPACITY: usize = 4096;
 
 impl<T: Linked> Synced<T> {
     /// Takes the oldest node: from the list, else from the stack (moved into the list first).
     /// The caller holds the lock (it has `&mut self`) and uncounts what it takes.
     fn take(&mut self, shared: &Shared<T>) -> Option<NonNull<T>> {
-        if self.first.is_null() {
+        if self.list.is_empty() {
             self.refill(shared);
         }
-        let node = NonNull::new(self.first)?;
-        // SAFETY: a node in the list is live and ours to relink under the lock (invariants
-        // 1 and 2).
-        self.first = unsafe { next_of(node) };
-        Some(node)
+        self.list.pop_front()
     }
 
     /// Moves the whole stack into the (empty) list, oldest first.
     fn refill(&mut self, shared: &Shared<T>) {
-        debug_assert!(self.first.is_null());
+        debug_assert!(self.list.is_empty());
         // The sentinel stays (invariant 3).
         if self.closed {
             return;
@@ -212,8 +230,17 @@ impl<T: Linked> Synced<T> {
         // links and contents of every node we took are visible.
         let top = shared.head.swap(ptr::null_mut(), Acquire);
         debug_assert!(top != closed(), "invariant 3");
-        // SAFETY: the swap made the stack ours (invariant 2).
-        self.first = unsafe { reverse(top) };
+        if self.list.capacity() > KEEP_CAPACITY {
+            self.list.shrink_to(KEEP_CAPACITY);
+        }
+        // The stack is newest first: each node goes in front of the newer ones.
+        let mut newest = top;
+        while let Some(node) = NonNull::new(newest) {
+            // SAFETY: the swap made the stack ours, and its links are the producers',
+            // ordered before us by the swap (invariant 2).
+            newest = unsafe { next_of(node) };
+            self.list.push_front(node);
+        }
     }
 }
 
@@ -292,7 +319,7 @@ impl<T: Linked> LinkedInject<T> {
                 len: AtomicUsize::new(0),
             }),
             synced: CountedMutex::new(Synced {
-                first: ptr::null_mut(),
+                list: VecDeque::new(),
                 closed: false,
             }),
         }
@@ -454,13 +481,7 @@ impl<T: Linked> LinkedInject<T> {
     /// Refuses further pushes and returns everything queued, oldest first.
     pub(crate) fn close(&self) -> Vec<NonNull<T>> {
         let mut synced = self.synced.lock();
-        let mut all: Vec<NonNull<T>> = std::iter::from_fn(|| {
-            let node = NonNull::new(synced.first)?;
-            // SAFETY: a node in the list is ours under the lock (invariants 1 and 2).
-            synced.first = unsafe { next_of(node) };
-            Some(node)
-        })
-        .collect();
+        let mut all: Vec<NonNull<T>> = synced.list.drain(..).collect();
         // Acquire: pairs with the Release CAS of every push on the stack, as in `refill`.
         // From here on every push sees the sentinel (invariant 3).
         let top = self.shared.head.swap(closed(), Acquire);
