@@ -668,3 +668,42 @@ fn chained_poll_times_stay_within_each_tasks_life() {
         assert!(c.busy() > std::time::Duration::ZERO, "{c:?}");
     }
 }
+
+/// A task whose handle is gone may stay in the live list for a moment after it completes,
+/// until its worker unlinks it with others (`WorkerThread::defer_unlink`). The dump never
+/// shows it, `wait_idle` waits for the unlink, and the runtime frees it.
+#[test]
+fn completed_tasks_without_handles_leave_the_dump_at_once_and_the_list_by_wait_idle() {
+    const QUICK: usize = 10;
+    let rt = runtime(1);
+    let (started_tx, started) = mpsc::channel::<()>();
+    let (release, held) = mpsc::channel::<()>();
+    let done = Arc::new(Mutex::new(0usize));
+    // One worker takes the batch oldest first: the quick tasks, then the blocker, which
+    // keeps the worker busy (its local queues not yet dry) while the dump is read.
+    let quick = (0..QUICK).map(|_| {
+        let done = Arc::clone(&done);
+        Box::new(move || *done.lock().unwrap() += 1) as Box<dyn FnOnce() + Send>
+    });
+    let blocker = std::iter::once(Box::new(move || {
+        started_tx.send(()).unwrap();
+        held.recv().unwrap();
+    }) as Box<dyn FnOnce() + Send>);
+    let handles = rt.submit_batch(quick.chain(blocker));
+    let blocker_id = handles[QUICK].id();
+    drop(handles);
+    started.recv().unwrap();
+    assert_eq!(*done.lock().unwrap(), QUICK);
+    let dump = rt.tasks();
+    assert_eq!(
+        dump.iter().map(|t| t.id).collect::<Vec<_>>(),
+        [blocker_id],
+        "the dump shows a completed task: {dump:?}"
+    );
+    assert_eq!(dump[0].state, TaskState::Running { worker: 0 });
+    release.send(()).unwrap();
+    rt.wait_idle();
+    assert_eq!(rt.stats().tasks_alive, 0);
+    assert!(rt.tasks().is_empty());
+    assert_eq!(rt.stats().tasks_executed(), QUICK as u64 + 1);
+}

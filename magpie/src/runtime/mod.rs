@@ -515,7 +515,9 @@ impl Runtime {
                     .or_else(|| crate::task::id::polled_id(c.suspended.load(Relaxed)))?;
                 (!shown[i]).then_some((id, i))
             }));
-            for header in headers {
+            // A complete task may wait in the list a moment for its worker to unlink it
+            // with others (`WorkerThread::defer_unlink`): it is not live.
+            for header in headers.iter().filter(|h| !h.state.load().is_complete()) {
                 let task = TaskInfo::read(header, now, &polling);
                 if let crate::task::TaskState::Running { worker } = task.state {
                     shown[worker] = true;

@@ -987,6 +987,37 @@ pub(crate) fn refused_after_shutdown() -> ! {
     )
 }
 
+impl Registry {
+    /// Counts a completed task on the worker that completed it. Before the task leaves the
+    /// live list, so that whoever sees the list empty (`wait_idle`, through the SeqCst
+    /// decrement of the unlink) sees the count too. The poll that completes the task was
+    /// counted before it, in the shared count.
+    #[inline]
+    fn count_completion(&self, worker: Option<&WorkerThread>, task: RawTask) {
+        if let Some(worker) = worker {
+            let counters = &self.counters[worker.index()];
+            // A task that finishes here without being polled here (one that a shutdown by an
+            // unhandled panic cancels inline, in another task's poll) counts as a poll too:
+            // a snapshot never shows more tasks finished than polled.
+            // SAFETY: the completer holds a reference to `task`.
+            if worker.polled_id() != Some(unsafe { task.header() }.identity.id) {
+                add_always(&counters.tasks_polled, 1);
+            }
+            bump_completed(&counters.tasks_completed);
+        }
+    }
+
+    /// The terminate hook, if one is set. Before the task leaves the live list, so that
+    /// `wait_idle` returns only after the hook of every task it waited for.
+    #[inline]
+    fn run_terminate_hook(&self, task: RawTask) {
+        if self.task_hooks_set && !is_refused_quietly(task) {
+            // SAFETY: the completer holds a reference to `task`.
+            self.hooks.terminated(unsafe { task.header() });
+        }
+    }
+}
+
 impl Schedule for Arc<Registry> {
     #[inline]
     fn schedule(&self, task: Task) {
@@ -1022,29 +1053,30 @@ impl Schedule for Arc<Registry> {
         }
     }
 
-    fn release(&self, task: RawTask) -> bool {
-        // Counted before the task leaves the live list, so that whoever sees the list empty
-        // (`wait_idle`, through the SeqCst decrement in `remove`) sees the count too. The
-        // poll that completes the task was counted before it, in the shared count.
-        self.with_own_worker(|worker| {
-            if let Some(worker) = worker {
-                let counters = &self.counters[worker.index()];
-                // A task that finishes here without being polled here (one that a shutdown
-                // by an unhandled panic cancels inline, in another task's poll) counts as a
-                // poll too: a snapshot never shows more tasks finished than polled.
-                // SAFETY: the completer holds a reference to `task`.
-                if worker.polled_id() != Some(unsafe { task.header() }.identity.id) {
-                    add_always(&counters.tasks_polled, 1);
-                }
-                bump_completed(&counters.tasks_completed);
-            }
-        });
-        // Before the task leaves the live list, so that `wait_idle` returns only after the
-        // hook of every task it waited for.
-        if self.task_hooks_set && !is_refused_quietly(task) {
-            // SAFETY: the completer holds a reference to `task`.
-            self.hooks.terminated(unsafe { task.header() });
+    fn release_detached(&self, task: RawTask) -> bool {
+        // Only on this registry's own workers, which unlink what they deferred before they
+        // stop running tasks (`WorkerThread::defer_unlink`).
+        // SAFETY: a non-null current worker is live while its thread runs work, which
+        // includes this call.
+        let Some(worker) = (unsafe { WorkerThread::current().as_ref() })
+            .filter(|worker| ptr::eq(worker.registry(), &**self))
+        else {
+            return false;
+        };
+        if worker.is_blocking() {
+            return false;
         }
+        self.count_completion(Some(worker), task);
+        self.run_terminate_hook(task);
+        // SAFETY: the task is this registry's and complete but for its last transition, and
+        // the completer gives its reference up to the worker (the trait's contract).
+        unsafe { worker.defer_unlink(task) };
+        true
+    }
+
+    fn release(&self, task: RawTask) -> bool {
+        self.with_own_worker(|worker| self.count_completion(worker, task));
+        self.run_terminate_hook(task);
         // SAFETY: the completer holds a reference to `task`.
         let removed = unsafe { self.owned.remove(task) };
         self.idle_wait

@@ -278,14 +278,17 @@ where
         // Leave the owner's list of live tasks before the handle can see the task complete,
         // so that a caller who awaited every handle sees none alive. If the list held a
         // reference, it is ours now, dropped with `COMPLETE` below; we still hold our own
-        // until then, so the list's is not the last.
-        let list_ref = self.core().scheduler.release(self.raw());
+        // until then, so the list's is not the last. With no handle left, nobody awaits the
+        // task: the scheduler may unlink it later, and then it keeps our reference, which
+        // holds the task until then.
+        let deferred = detached && self.core().scheduler.release_detached(self.raw());
+        let list_ref = !deferred && self.core().scheduler.release(self.raw());
         // A detached task's completer has nothing left to do after `COMPLETE` (the handle
         // cleared JOIN_WAKER with JOIN_INTEREST, and nobody sets it again), so its own
-        // reference goes in the same RMW.
+        // reference goes in the same RMW, unless the scheduler took it over.
         let snapshot = self
             .state()
-            .transition_to_complete(usize::from(list_ref) + usize::from(detached));
+            .transition_to_complete(usize::from(list_ref) + usize::from(detached && !deferred));
         if detached {
             debug_assert!(!snapshot.is_join_waker_set());
             self.dealloc_if_unreferenced(snapshot);

@@ -74,6 +74,14 @@ struct Task {
     frees: AtomicUsize,
     /// Whether the task is in the owner's live list (which then holds a reference).
     linked: AtomicBool,
+    /// Whether a completer without a handle to answer leaves the unlink to later, as a
+    /// worker does (`WorkerThread::defer_unlink`), keeping its own reference until then.
+    defer_unlinks: AtomicBool,
+    /// Set by such a completer: the unlink, and its reference, wait for `unlink_deferred`.
+    unlink_pending: AtomicBool,
+    /// The bug the deferral models must catch: the deferring completer drops its own
+    /// reference at `COMPLETE` anyway, and the unlink drops the list's alone.
+    defer_drops_own_ref: AtomicBool,
 }
 
 /// Runs `f` with a new task in a loom `Arc`. `event` says whether the future is ready on its
@@ -96,6 +104,9 @@ fn with_task(event: bool, f: impl FnOnce(&Arc<Task>)) {
         join_wakes: AtomicUsize::new(0),
         frees: AtomicUsize::new(0),
         linked: AtomicBool::new(false),
+        defer_unlinks: AtomicBool::new(false),
+        unlink_pending: AtomicBool::new(false),
+        defer_drops_own_ref: AtomicBool::new(false),
     }));
     f(&task);
     drop(ManuallyDrop::into_inner(task));
@@ -243,10 +254,18 @@ impl Task {
                 }
             }
         };
-        let list_ref = self.release();
+        // Relaxed, both flags: this thread's own.
+        let deferred = detached && self.defer_unlinks.load(Relaxed);
+        let own_ref = detached && (!deferred || self.defer_drops_own_ref.load(Relaxed));
+        let list_ref = !deferred && self.release();
         let done = self
             .state
-            .transition_to_complete(usize::from(list_ref) + usize::from(detached));
+            .transition_to_complete(usize::from(list_ref) + usize::from(own_ref));
+        if deferred {
+            assert!(!done.is_join_waker_set(), "JOIN_WAKER on a detached task");
+            self.unlink_pending.store(true, Relaxed);
+            return;
+        }
         if detached {
             assert!(!done.is_join_waker_set(), "JOIN_WAKER on a detached task");
             if done.ref_count() == 0 {
@@ -255,6 +274,24 @@ impl Task {
             return;
         }
         self.after_complete(done);
+    }
+
+    /// The worker unlinks a task whose completion it deferred (`unlink_completed`): leaves
+    /// the live list, then drops the completer's reference and the list's in one RMW (with
+    /// `defer_drops_own_ref`, the list's alone).
+    fn unlink_deferred(&self) {
+        if !self.unlink_pending.swap(false, Relaxed) {
+            return;
+        }
+        // The unlink reads the task's links, in its header: modelled by the stage's cell,
+        // which loom checks for an access racing (or following) the free.
+        self.with_stage(|stage| assert_eq!(*stage, Stage::Consumed));
+        let list_ref = self.release();
+        let own_ref = !self.defer_drops_own_ref.load(Relaxed);
+        let refs = usize::from(own_ref) + usize::from(list_ref);
+        if refs != 0 && self.state.ref_dec_by(refs) {
+            self.free();
+        }
     }
 
     /// The protocol before `STORED` (negative control): the handle's drop racing between the
@@ -663,4 +700,58 @@ fn loom_handle_reads_or_drops_while_the_task_leaves_the_list() {
             task.finish(true);
         });
     });
+}
+
+/// The task completes on a worker that defers the unlink (and does it a moment later),
+/// while its handle is dropped (and that thread then calls `wait_idle`) and a waker fires
+/// and is dropped. `bound`: the task is in the live list (a task the closing list refused
+/// is not, and then nothing but the completer's reference keeps it). With `broken`, the
+/// completer drops its own reference at `COMPLETE` anyway.
+fn deferred_unlink_races_a_waker_and_the_handle(bound: bool, broken: bool) {
+    model(THREE_THREAD_CAP, move || {
+        with_task(true, |task| {
+            if bound {
+                task.bind();
+            }
+            task.defer_unlinks.store(true, Relaxed);
+            task.defer_drops_own_ref.store(broken, Relaxed);
+            task.state.ref_inc();
+            let waker = spawn(task, |task| task.wake_by_ref_then_drop());
+            let handle = spawn(task, move |task| {
+                task.drop_join_handle();
+                // `wait_idle` does not wait for a task outside the list.
+                if bound {
+                    task.observe_idle();
+                }
+            });
+            task.run();
+            task.unlink_deferred();
+            waker.join().unwrap();
+            handle.join().unwrap();
+            task.finish(false);
+        });
+    });
+}
+
+#[test]
+fn loom_deferred_unlink_races_a_waker_and_the_handle() {
+    // Freed once, by whoever drops the last reference, never before the worker's unlink;
+    // a `wait_idle` that sees the task unlinked sees its output dropped.
+    deferred_unlink_races_a_waker_and_the_handle(true, false);
+}
+
+#[test]
+fn loom_deferred_unlink_of_a_task_never_linked() {
+    // As above, for a task outside the list: the completer's reference alone keeps it.
+    deferred_unlink_races_a_waker_and_the_handle(false, false);
+}
+
+#[test]
+#[should_panic]
+fn loom_deferred_unlink_without_the_completers_reference_is_caught() {
+    // The negative control of the model above: without the completer's reference, the
+    // waker's drop can free the task before the worker reaches it, and loom finds the
+    // worker's access after the free (a use after free, or an access unordered with the
+    // free, whichever the interleaving gives).
+    deferred_unlink_races_a_waker_and_the_handle(false, true);
 }

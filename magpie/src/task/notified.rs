@@ -40,6 +40,17 @@ pub(crate) trait Schedule: Send + Sync + Sized + 'static {
         false
     }
 
+    /// A task whose `JoinHandle` is gone completed: like [`release`](Schedule::release),
+    /// except that the scheduler may leave the task in the live list for now and unlink it
+    /// later, together with others (`WorkerThread::defer_unlink`). Returns true if it did:
+    /// it then holds the caller's own reference, which it drops after the unlink (with the
+    /// list's), and the caller drops none. Returns false, having done nothing, otherwise;
+    /// the caller then calls `release`. The default defers nothing.
+    fn release_detached(&self, task: RawTask) -> bool {
+        let _ = task;
+        false
+    }
+
     /// The task that held this scheduler was freed, and hands it back. The default drops
     /// it; the runtime's workers keep their registry's reference for the next task they
     /// spawn (`WorkerThread::keep_registry_ref`), so that a task's start and end write no

@@ -12,7 +12,9 @@
 //!    to the same shard).
 //! 2. While a task is linked, the list holds one of its references (taken in
 //!    [`OwnedTasks::bind`]), so a linked task is always allocated. Only its completer unlinks
-//!    it, and takes that reference over ([`OwnedTasks::remove`] answers true); shutdown
+//!    it, or the worker it handed the unlink to (a detached task's, later, in a batch:
+//!    [`OwnedTasks::remove_batch`]), and takes that reference over ([`OwnedTasks::remove`]
+//!    answers true); shutdown
 //!    ([`OwnedTasks::close_and_take_all`]) leaves every task linked, and counted, until it
 //!    completes.
 //! 3. Once a shard is closed, `bind` refuses every task, so after
@@ -186,11 +188,15 @@ impl OwnedTasks {
     }
 
     fn shard_of(&self, task: RawTask) -> &Slot {
+        &self.shards[self.shard_index(task)]
+    }
+
+    fn shard_index(&self, task: RawTask) -> usize {
         // Tasks are heap blocks of at least 64 bytes: drop the low bits, then mix so that
         // consecutive allocations spread over the shards.
         let addr = task.as_ptr().as_ptr() as usize >> 6;
         let hash = addr.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize);
-        &self.shards[(hash >> 16) & self.mask]
+        (hash >> 16) & self.mask
     }
 
     /// Links a new task, taking a reference for the list (invariant 2). Returns false, and
@@ -251,6 +257,50 @@ impl OwnedTasks {
             slot.count.unlink(1);
         }
         unlinked
+    }
+
+    /// Unlinks every task of `tasks` that is linked, taking each shard's lock once for all
+    /// of its tasks, and returns which were: bit `i` for `tasks[i]`. For each bit set the
+    /// caller now holds the list's reference to that task (invariant 2), as from
+    /// [`remove`](Self::remove).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a reference to every task of `tasks`, which holds at most 64.
+    pub(crate) unsafe fn remove_batch(&self, tasks: &[RawTask]) -> u64 {
+        assert!(tasks.len() <= 64);
+        // Each task's shard, computed once; then a pass per shard met, over what is left (at
+        // most 64 tasks, and as many passes as shards among them: cheaper than sorting).
+        let mut shard_of = [0usize; 64];
+        for (index, &task) in shard_of.iter_mut().zip(tasks) {
+            *index = self.shard_index(task);
+        }
+        let shard_of = &shard_of[..tasks.len()];
+        // A bit per task not yet unlinked.
+        let mut left = u64::MAX.checked_shr(64 - tasks.len() as u32).unwrap_or(0);
+        let mut linked = 0u64;
+        while left != 0 {
+            let index = shard_of[left.trailing_zeros() as usize];
+            let slot = &self.shards[index];
+            let mut shard = lock(&slot.shard);
+            let mut unlinked = 0;
+            for (i, &task) in tasks.iter().enumerate() {
+                if left & (1 << i) == 0 || shard_of[i] != index {
+                    continue;
+                }
+                left &= !(1 << i);
+                // SAFETY: invariant 1 (the lock); the caller's reference keeps the task
+                // alive.
+                if unsafe { Self::unlink(&mut shard, task.as_ptr()) } {
+                    linked |= 1 << i;
+                    unlinked += 1;
+                }
+            }
+            if unlinked != 0 {
+                slot.count.unlink(unlinked);
+            }
+        }
+        linked
     }
 
     /// # Safety

@@ -513,6 +513,20 @@ impl RawTask {
         }
     }
 
+    /// Drops `n` references (one or two) with one RMW, freeing the task if they were the
+    /// last.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `n` references, which this consumes.
+    pub(crate) unsafe fn drop_references(self, n: usize) {
+        // SAFETY: the caller's references keep the task alive until this RMW (invariant 2).
+        if unsafe { self.state() }.ref_dec_by(n) {
+            // SAFETY: that RMW dropped the last reference (state 5).
+            unsafe { self.dealloc() }
+        }
+    }
+
     /// The header pointer, for queues that hold tasks as `NonNull<Header>`.
     pub(crate) fn as_ptr(self) -> NonNull<Header> {
         self.ptr

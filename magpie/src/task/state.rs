@@ -43,9 +43,10 @@
 //!    the one whose caller frees the task. Transitions that drop a reference say so.
 //! 6. `COMPLETE` is never cleared; `CANCELLED` is never set once `COMPLETE` is.
 //! 7. The owner's list of live tasks (`OwnedTasks`, which `Runtime::wait_idle` watches)
-//!    loses the task before `COMPLETE` is set, and after the output was dropped unless the
-//!    `JoinHandle` was still interested when the output was stored. See "The live list and
-//!    the output" below.
+//!    loses the task after the output was dropped unless the `JoinHandle` was still
+//!    interested when the output was stored; and before `COMPLETE` is set, unless the task
+//!    was detached when it completed (then no handle waits for `COMPLETE`, and the unlink may
+//!    come after it). See "The live list and the output" below.
 //!
 //! # The live list and the output
 //!
@@ -63,6 +64,12 @@
 //! 3. It removes the task from the live list.
 //! 4. It sets `COMPLETE` ([`State::transition_to_complete`], which also drops the list's
 //!    reference, and the completer's own when the task is detached) and wakes the join waker.
+//!
+//! A detached task completing on one of its runtime's workers skips step 3 and keeps the
+//! completer's reference through step 4: the worker unlinks it later with others, a shard
+//! lock for many tasks, and then drops that reference with the list's
+//! (`WorkerThread::defer_unlink`). Nothing waits for such a task's `COMPLETE`, and
+//! `wait_idle` waits for the unlink, after which the output is dropped as before.
 //!
 //! A handle dropped after step 2 (its [`State::unset_join_interested`] finds `STORED`) drops the
 //! output in its own destructor, at once, though the task is not complete yet: the completer has
@@ -757,6 +764,22 @@ impl State {
         // A task nobody else can reach holds only its creator's few references.
         debug_assert!(prev.ref_count() < MAX_REFS);
         self.val.store(prev.0 + REF_ONE, Relaxed);
+    }
+
+    /// Drops `n` references (one or two) in one RMW. Returns whether they were the last, in
+    /// which case the caller must free the task.
+    #[must_use]
+    pub(crate) fn ref_dec_by(&self, n: usize) -> bool {
+        debug_assert!((1..=2).contains(&n));
+        // Release and the Acquire fence: as in `ref_dec`.
+        let prev = Snapshot(self.val.fetch_sub(n * REF_ONE, Release));
+        debug_assert!(prev.ref_count() >= n, "reference count underflow");
+        if prev.ref_count() != n {
+            return false;
+        }
+        // Acquire: as in `ref_dec`.
+        fence(Acquire);
+        true
     }
 
     /// Drops one reference. Returns whether it was the last, in which case the caller must

@@ -188,6 +188,8 @@ impl<'w> Blocking<'w> {
         // Whatever the statistics say about this worker's polls so far, they say it now:
         // it may be gone a long time.
         worker.flush_counters();
+        // Nor does it leave completed tasks in the live list meanwhile.
+        worker.unlink_completed();
         // Blocked, this worker turns no drivers at maintenance: if nobody holds the role,
         // wake someone who will (`Registry::hand_off_driver_to_anyone`).
         worker.registry.hand_off_driver_to_anyone();

@@ -32,7 +32,7 @@
 //! 5); `idle.rs` spinning, parking and driving the timers (step 6); `block.rs`
 //! `block_in_place`: handing the worker's tasks on while user code blocks it.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ptr::{self};
 
 use crate::join::job::{JobHeader, JobRef};
@@ -44,7 +44,7 @@ use crate::stats::{bump, set, WorkerCounters, ACTIVITY_BUSY, ACTIVITY_STEP, ACTI
 use crate::sync::atomic::{Relaxed, Release};
 use crate::sync::thread::thread_local;
 use crate::sync::AtomicUsize;
-use crate::task::raw::Header;
+use crate::task::raw::{Header, RawTask};
 use crate::util::rand::FastRand;
 use crate::util::unwind::AbortIfPanic;
 use crate::util::CachePadded;
@@ -126,7 +126,16 @@ pub(crate) struct WorkerThread {
     /// and every worker would otherwise write once per task. At most
     /// [`MAX_KEPT_REGISTRY_REFS`]; given back when the thread stops being this worker.
     kept_registry_refs: Cell<usize>,
+    /// Tasks without a `JoinHandle` that completed here and are still in the live list,
+    /// each with the completer's reference: unlinked together, a lock per shard instead of
+    /// one per task (`defer_unlink`, `unlink_completed`). At most [`MAX_DEFERRED_UNLINKS`].
+    deferred_unlinks: RefCell<Vec<RawTask>>,
 }
+
+/// How many completed tasks a worker leaves in the live list at most before it unlinks them
+/// (see `WorkerThread::deferred_unlinks`): at 2 workers, 8 shards, about one lock per 8
+/// tasks instead of one per task. A bit per task in `OwnedTasks::remove_batch`'s answer.
+const MAX_DEFERRED_UNLINKS: usize = 64;
 
 /// How many registry references one worker keeps at most (see
 /// `WorkerThread::kept_registry_refs`). A worker that only completes tasks spawned
@@ -172,6 +181,54 @@ impl WorkerThread {
             // The strong count stays raised: `kept_registry_refs` accounts for it.
             let _ = Arc::into_raw(registry);
             self.kept_registry_refs.set(kept + 1);
+        }
+    }
+
+    /// Takes over a completed task whose `JoinHandle` is gone, with the completer's
+    /// reference, and leaves it in the live list until `unlink_completed`. Not inside
+    /// `block_in_place` (the caller checks `is_blocking`): the worker may be gone a long
+    /// time.
+    ///
+    /// Deferring the unlink changes nothing anybody can wait for: no handle awaits the task,
+    /// its hooks have run, and its output is dropped; `wait_idle` and the shutdown wait for
+    /// the live count, which drops with the unlink, and every path on which this worker
+    /// stops running tasks calls `unlink_completed` first (the local queues running dry,
+    /// `join`'s wait, `block_in_place`, switching off, exit). The live-task dump leaves
+    /// complete tasks out. What shows it is `tasks_alive`, higher by at most
+    /// [`MAX_DEFERRED_UNLINKS`] per worker while a worker is busy.
+    ///
+    /// # Safety
+    ///
+    /// `task` is this worker's registry's, complete but for its final transition, and the
+    /// caller gives up its own reference to this worker (it drops none for it).
+    pub(crate) unsafe fn defer_unlink(&self, task: RawTask) {
+        debug_assert!(!self.is_blocking());
+        // The tasks taken before, not this one: its completer has a transition left.
+        if self.deferred_unlinks.borrow().len() >= MAX_DEFERRED_UNLINKS {
+            self.unlink_completed();
+        }
+        self.deferred_unlinks.borrow_mut().push(task);
+    }
+
+    /// Unlinks the tasks `defer_unlink` took, a shard lock for all of those in one shard,
+    /// and drops their references (the list's and the completer's), freeing them. Runs no
+    /// user code: the tasks' futures and outputs are gone.
+    pub(crate) fn unlink_completed(&self) {
+        let mut tasks = self.deferred_unlinks.borrow_mut();
+        if tasks.is_empty() {
+            return;
+        }
+        let registry = &*self.registry;
+        // SAFETY: each task holds the reference its completer gave `defer_unlink`.
+        let linked = unsafe { registry.owned.remove_batch(&tasks) };
+        registry
+            .idle_wait
+            .task_finished(|| registry.owned.is_empty_seqcst());
+        for (i, task) in tasks.drain(..).enumerate() {
+            // The completer's reference, and the list's if the task was linked.
+            let refs = 1 + usize::from(linked & (1 << i) != 0);
+            // SAFETY: this worker holds those references (above), and drops them here.
+            unsafe { task.drop_references(refs) };
         }
     }
 
@@ -381,6 +438,8 @@ impl WorkerThread {
 
     #[cold]
     fn wait_until_cold(&self, latch: &SpinLatch) {
+        // The wait may be long: leave no completed task in the live list meanwhile.
+        self.unlink_completed();
         let sleep = &self.registry.sleep;
         let depth = self.join_waits.get();
         self.join_waits.set(depth + 1);
@@ -451,6 +510,7 @@ impl WorkerThread {
     #[cold]
     fn retire(&self) -> bool {
         let registry = &*self.registry;
+        self.unlink_completed();
         self.flush_counters();
         self.counters.begin_park(|| registry.uptime_ns());
         let terminated = loop {
@@ -545,6 +605,7 @@ impl WorkerThread {
                 self.run(work);
                 continue;
             }
+            self.unlink_completed();
             self.end_unit();
             if self.registry.is_terminating() {
                 break;
@@ -593,6 +654,7 @@ pub(crate) fn run(seed: WorkerSeed) {
         trace,
         join_waits: Cell::new(0),
         kept_registry_refs: Cell::new(0),
+        deferred_unlinks: RefCell::new(Vec::with_capacity(MAX_DEFERRED_UNLINKS)),
         index: seed.index,
         counters: seed.registry.counters[seed.index].clone(),
         rng: Cell::new(FastRand::for_worker(seed.index)),
@@ -623,6 +685,7 @@ pub(crate) fn run(seed: WorkerSeed) {
     // Jobs and tasks catch their users' panics; a panic escaping here is a bug in magpie.
     let guard = AbortIfPanic;
     worker.main_loop();
+    worker.unlink_completed();
     // Still this thread's worker: the last one out runs the jobs that came in late.
     let last = worker.registry.worker_exiting(&worker);
     worker.flush_counters();

@@ -218,6 +218,8 @@ impl WorkerThread {
         }
         // The local queues ran dry: what comes next is not a hand-over between two polls.
         state.chained.set(false);
+        // The worker may be about to go idle: unlink the tasks it completed first.
+        self.unlink_completed();
         self.pull_mailbox().or_else(|| self.pull_inject())
     }
 
