@@ -330,6 +330,14 @@ impl<T> Worker<T> {
     #[inline]
     pub(crate) fn pop(&self) -> Option<NonNull<T>> {
         let inner = &*self.inner;
+        // Empty as far as the owner's own counts tell: `top_seen` is a lower bound of `top`
+        // (invariant 2), so `bottom - top` is at most `bottom - top_seen`. Nothing to
+        // reserve and nobody to race, so no store and no barrier: a worker running tasks
+        // asks its empty deque first before every poll, and in the symmetric barrier mode
+        // the barrier below is a full fence.
+        if self.bottom.get().wrapping_sub(self.top_seen.get()) <= 0 {
+            return None;
+        }
         let b = self.bottom.get().wrapping_sub(1);
         // Reserve the bottom item before looking at `top`...
         // Release: a thief may read this value of `bottom` rather than the push's that it
