@@ -553,7 +553,10 @@ pub struct Stats {
     /// ([`Runtime::num_workers`](crate::Runtime::num_workers)), then the compensation
     /// workers, if any (see [`WorkerStats::compensation`]).
     pub workers: Vec<WorkerStats>,
-    /// Tasks spawned and not yet finished (pending, queued or running).
+    /// Tasks spawned and not yet finished (pending, queued or running). A task whose
+    /// `JoinHandle` was dropped counts until its worker has unlinked it, which it does in
+    /// batches of up to 64 and always before it goes idle: 0 once
+    /// [`Runtime::wait_idle`](crate::Runtime::wait_idle) has returned.
     pub tasks_alive: u64,
     /// Tasks waiting in the global inject queue.
     pub inject_queue_depth: u64,
