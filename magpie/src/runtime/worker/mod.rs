@@ -685,9 +685,11 @@ pub(crate) fn run(seed: WorkerSeed) {
     // Jobs and tasks catch their users' panics; a panic escaping here is a bug in magpie.
     let guard = AbortIfPanic;
     worker.main_loop();
-    worker.unlink_completed();
-    // Still this thread's worker: the last one out runs the jobs that came in late.
+    // Still this thread's worker: the last one out runs the jobs that came in late. A
+    // task completed meanwhile (a job may cancel tasks) is unlinked after them, while this
+    // thread is still the worker it handed its reference to.
     let last = worker.registry.worker_exiting(&worker);
+    worker.unlink_completed();
     worker.flush_counters();
     std::mem::forget(guard);
     debug_assert!(
@@ -699,6 +701,9 @@ pub(crate) fn run(seed: WorkerSeed) {
         "worker exited with tasks in its queues"
     );
     CURRENT.with(|c| c.set(ptr::null()));
+    // From here no completion can hand this worker a task (`release_detached` finds no
+    // current worker), so none is left behind in `deferred_unlinks`.
+    worker.unlink_completed();
     // No task freed on this thread from now on gives its reference to this worker.
     worker.give_back_registry_refs();
     worker.registry.worker_exited(last);
