@@ -1056,22 +1056,17 @@ impl Schedule for Arc<Registry> {
     fn release_detached(&self, task: RawTask) -> bool {
         // Only on this registry's own workers, which unlink what they deferred before they
         // stop running tasks (`WorkerThread::defer_unlink`).
-        // SAFETY: a non-null current worker is live while its thread runs work, which
-        // includes this call.
-        let Some(worker) = (unsafe { WorkerThread::current().as_ref() })
-            .filter(|worker| ptr::eq(worker.registry(), &**self))
-        else {
-            return false;
-        };
-        if worker.is_blocking() {
-            return false;
-        }
-        self.count_completion(Some(worker), task);
-        self.run_terminate_hook(task);
-        // SAFETY: the task is this registry's and complete but for its last transition, and
-        // the completer gives its reference up to the worker (the trait's contract).
-        unsafe { worker.defer_unlink(task) };
-        true
+        self.with_own_worker(|worker| {
+            let Some(worker) = worker.filter(|worker| !worker.is_blocking()) else {
+                return false;
+            };
+            self.count_completion(Some(worker), task);
+            self.run_terminate_hook(task);
+            // SAFETY: the task is this registry's and complete but for its last transition,
+            // and the completer gives its reference up to the worker (the trait's contract).
+            unsafe { worker.defer_unlink(task) };
+            true
+        })
     }
 
     fn release(&self, task: RawTask) -> bool {

@@ -702,8 +702,11 @@ pub(crate) fn run(seed: WorkerSeed) {
     );
     CURRENT.with(|c| c.set(ptr::null()));
     // From here no completion can hand this worker a task (`release_detached` finds no
-    // current worker), so none is left behind in `deferred_unlinks`.
-    worker.unlink_completed();
+    // current worker), and none came since the unlink above.
+    debug_assert!(
+        worker.deferred_unlinks.borrow().is_empty(),
+        "worker exited with completed tasks still linked"
+    );
     // No task freed on this thread from now on gives its reference to this worker.
     worker.give_back_registry_refs();
     worker.registry.worker_exited(last);
