@@ -43,13 +43,16 @@ pub(crate) struct Counts {
     /// Acquisitions of a global inject queue's lock
     /// ([`Stats::inject_lock_acquisitions`]).
     pub(crate) inject_locks: u64,
+    /// Acquisitions of a live-task list shard's lock
+    /// ([`Stats::live_list_lock_acquisitions`]).
+    pub(crate) list_locks: u64,
 }
 
 /// A field of [`Counts`]: its name in JSON and its reader.
 pub(crate) type Field = (&'static str, fn(&Counts) -> u64);
 
 /// Every field, in table order.
-pub(crate) const FIELDS: [Field; 9] = [
+pub(crate) const FIELDS: [Field; 10] = [
     ("steals", |c| c.steals),
     ("failed_steals", |c| c.failed_steals),
     ("steal_attempts", |c| c.steal_attempts),
@@ -59,6 +62,7 @@ pub(crate) const FIELDS: [Field; 9] = [
     ("unparks", |c| c.unparks),
     ("spawns", |c| c.spawns),
     ("inject_locks", |c| c.inject_locks),
+    ("list_locks", |c| c.list_locks),
 ];
 
 impl Counts {
@@ -85,6 +89,9 @@ impl Counts {
             inject_locks: after
                 .inject_lock_acquisitions
                 .saturating_sub(before.inject_lock_acquisitions),
+            list_locks: after
+                .live_list_lock_acquisitions
+                .saturating_sub(before.live_list_lock_acquisitions),
         }
     }
 }
@@ -227,6 +234,8 @@ mod tests {
         let c = Counts::between(&before, &rt.stats());
         assert_eq!(c.spawns, 100);
         assert!(c.parks >= 1 && c.inject_locks >= 1, "{c:?}");
+        // One lock per spawn to join the list, and at least one more to leave it.
+        assert!(c.list_locks > 100, "{c:?}");
         assert_eq!(Counts::between(&rt.stats(), &before).spawns, 0);
     }
 }

@@ -80,7 +80,7 @@ pub(crate) fn render_row(row: &RowResult) -> String {
     if spawns {
         headers.extend(["spawns".to_owned(), "unparks/spawn".to_owned()]);
     }
-    headers.push("inject locks".to_owned());
+    headers.extend(["inject locks".to_owned(), "list locks".to_owned()]);
 
     let mut lines = Vec::new();
     for point in &row.points {
@@ -115,6 +115,7 @@ pub(crate) fn render_row(row: &RowResult) -> String {
             line.push(fmt_ratio(c.unparks_per_spawn()));
         }
         line.push(fmt_count(c.median(|c| c.inject_locks)));
+        line.push(fmt_count(c.median(|c| c.list_locks)));
         lines.push(line);
     }
 
@@ -170,7 +171,9 @@ pub(crate) fn legend() -> &'static str {
          / all samples' steals; parks, \
          unparks = workers going to sleep and waking; spawns = tasks spawned (on workers \
          and from outside); unparks/spawn = all unparks / all spawns; inject locks = \
-         acquisitions of a global inject queue's lock.\n\n\
+         acquisitions of a global inject queue's lock; list locks = acquisitions of a \
+         live-task list shard's lock (one per spawn, one per shard among a batch of \
+         completed tasks unlinked together).\n\n\
          Task pool: eff = total task work / (workers × median makespan); bal = the most \
          task work one thread did over the least, median over the samples (1.000 is \
          perfect; idle: a thread ran no task). --json PATH writes the raw samples, the \

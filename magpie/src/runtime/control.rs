@@ -69,6 +69,7 @@ impl Runtime {
             barrier_mode: registry.sleep.barrier().mode(),
             inject_lock_acquisitions: registry.inject.lock_acquisitions()
                 + registry.task_inject.lock_acquisitions(),
+            live_list_lock_acquisitions: registry.owned.lock_acquisitions(),
             poll_time_histogram_enabled: registry.poll_time_histogram,
             poll_time_histogram_bounds_ns: histogram_bounds_ns(),
             trace_events: registry.traces.iter().flatten().map(|r| r.recorded()).sum(),

@@ -591,6 +591,13 @@ pub struct Stats {
     /// pop, and the task queue's consumer lock, to pop. Task pushes (remote spawns and
     /// wakes, ring overflow) take no lock, and pops skip an empty queue without one.
     pub inject_lock_acquisitions: u64,
+    /// Times a thread took the lock of one of the live-task list's shards: once per spawn
+    /// (the task joins the list), once per completion of a task whose `JoinHandle` is still
+    /// held, once per shard among a batch of up to 64 detached tasks unlinked together, and
+    /// once per shard read by [`Runtime::tasks`](crate::Runtime::tasks) or the shutdown.
+    /// Tasks spawned one after another share a shard (runs of 64 ids), so a batch usually
+    /// takes one or two.
+    pub live_list_lock_acquisitions: u64,
     /// The barrier mode the workers use (see [`Runtime::barrier_mode`](crate::Runtime::barrier_mode)).
     pub barrier_mode: crate::BarrierMode,
     /// Whether the poll-time histogram is being recorded.

@@ -2,14 +2,17 @@
 //! that sit in no queue (waiting for a waker that may never fire).
 //!
 //! An intrusive doubly-linked list through each task's [`Header::owned`] links, split into
-//! shards by task address so that spawns and completions on different workers rarely meet on
-//! one lock (tokio's `OwnedTasks` is sharded the same way, for the same reason).
+//! shards so that spawns and completions on different workers rarely meet on one lock
+//! (tokio's `OwnedTasks` is sharded by task id for the same reason). A shard holds runs of
+//! consecutive ids, not tasks scattered one by one, so that the tasks a thread spawns one
+//! after another, and a worker later unlinks in one batch, share a lock
+//! ([`OwnedTasks::shard_index`]).
 //!
 //! # Invariants
 //!
 //! 1. A task's `owned` links are read and written only under the lock of its shard
-//!    ([`OwnedTasks::shard_of`] is a function of the task's address, so a task always maps
-//!    to the same shard).
+//!    ([`OwnedTasks::shard_index`] is a function of the task's id, which never changes, so
+//!    a task always maps to the same shard).
 //! 2. While a task is linked, the list holds one of its references (taken in
 //!    [`OwnedTasks::bind`]), so a linked task is always allocated. Only its completer unlinks
 //!    it, or the worker it handed the unlink to (a detached task's, later, in a batch:
@@ -29,7 +32,7 @@ use std::ptr::NonNull;
 use super::id::Id;
 use super::raw::{Header, RawTask};
 use crate::sync::atomic::*;
-use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex};
+use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, MutexGuard, StatAtomicU64};
 use crate::util::CachePadded;
 
 /// A task's links in its owner's list (invariant 1). Whether the task is linked is not
@@ -59,6 +62,23 @@ struct Slot {
     /// Beside the lock, whose line a spawn or completion has just taken, so writing the
     /// counts moves no other line.
     count: ShardCount,
+    /// Times the lock was taken (`Stats::live_list_lock_acquisitions`); written only under
+    /// it, on the same line.
+    locks: StatAtomicU64,
+}
+
+impl Slot {
+    /// Takes the shard's lock and counts it.
+    fn lock(&self) -> MutexGuard<'_, Shard> {
+        let guard = lock(&self.shard);
+        if cfg!(not(magpie_no_stats)) {
+            // Relaxed load and store: only the lock holder writes it; readers want no
+            // ordering (a statistic).
+            self.locks
+                .store(self.locks.load(Relaxed).wrapping_add(1), Relaxed);
+        }
+        guard
+    }
 }
 
 /// One shard's task counts (invariant 4): written only by whoever holds the shard's lock,
@@ -159,12 +179,17 @@ where
     after == before
 }
 
+/// How many consecutive task ids share a shard (see [`OwnedTasks::shard_index`]): as many
+/// as a batched unlink takes at most (`MAX_DEFERRED_UNLINKS`).
+const RUN: u64 = 64;
+
 /// Every live task of one runtime.
 #[derive(Debug)]
 pub(crate) struct OwnedTasks {
     shards: Box<[CachePadded<Slot>]>,
-    /// `shards.len() - 1`; the length is a power of two.
-    mask: usize,
+    /// `64 - log2(shards.len())`: a key's shard is the top bits of its hash. The length
+    /// is a power of two.
+    shift: u32,
     /// Set by `close_and_take_all`; lets `bind` fail fast. The shard flags are the truth.
     closed: AtomicBool,
 }
@@ -172,9 +197,9 @@ pub(crate) struct OwnedTasks {
 impl OwnedTasks {
     /// A list with enough shards for `workers` workers to rarely collide.
     pub(crate) fn new(workers: usize) -> OwnedTasks {
-        // Under loom, one shard: a task's shard depends on its address, which differs from
-        // one execution of a model to the next, and loom needs every execution of a schedule
-        // to touch the same objects.
+        // Under loom, one shard: a task's shard depends on its id (or address), which differs
+        // from one execution of a model to the next, and loom needs every execution of a
+        // schedule to touch the same objects.
         let n = if cfg!(loom) {
             1
         } else {
@@ -182,21 +207,63 @@ impl OwnedTasks {
         };
         OwnedTasks {
             shards: (0..n).map(|_| CachePadded::new(Slot::default())).collect(),
-            mask: n - 1,
+            shift: 64 - n.trailing_zeros(),
             closed: AtomicBool::new(false),
         }
     }
 
-    fn shard_of(&self, task: RawTask) -> &Slot {
-        &self.shards[self.shard_index(task)]
+    /// # Safety
+    ///
+    /// The caller holds a reference to `task`.
+    unsafe fn shard_of(&self, task: RawTask) -> &Slot {
+        // SAFETY: the caller's contract.
+        &self.shards[unsafe { self.shard_index(task) }]
     }
 
-    fn shard_index(&self, task: RawTask) -> usize {
-        // Tasks are heap blocks of at least 64 bytes: drop the low bits, then mix so that
-        // consecutive allocations spread over the shards.
-        let addr = task.as_ptr().as_ptr() as usize >> 6;
-        let hash = addr.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize);
-        (hash >> 16) & self.mask
+    /// The index of the shard of `task`: the one of its run of [`RUN`] consecutive ids.
+    ///
+    /// **Why runs, not single tasks.** A thread hands out ids one after another from a
+    /// block of its own (task/id.rs), so the tasks it spawns in a row form runs; a worker
+    /// pulls a stretch of the inject queue, or steals half a ring, so the tasks it completes
+    /// together mostly come from one or two runs too. Its batched unlink
+    /// ([`remove_batch`](Self::remove_batch)) then takes one or two locks for up to 64
+    /// tasks, at every worker count, and a submitter binding a batch keeps one shard's line
+    /// for 64 binds. When a task's shard was a hash of its address, a batch met as many
+    /// shards as it had room for: 7.5 locks a batch at 2 workers (8 shards), 14 at 4, 22 at
+    /// 8 and 28-30 at 16 (64 shards), against 1.4-2.1 with runs (BENCHMARKS.md, "2026-12-02,
+    /// fifth"). Runs were tried once before, when a completion unlinked its own task: a
+    /// worker spawning while a thief completed the newest tasks one at a time then met the
+    /// thief on one shard at every spawn and every completion (`spawn_many_local` 13%
+    /// slower), so they were reverted; with the unlink batched, the thief takes that lock
+    /// once per batch.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a reference to `task`.
+    unsafe fn shard_index(&self, task: RawTask) -> usize {
+        if cfg!(magpie_no_insight) {
+            // The measurement build gives every task the same id: spread them by address
+            // (heap blocks of at least 64 bytes), as the list did before runs.
+            self.key_index(task.as_ptr().as_ptr() as u64 >> 6)
+        } else {
+            // SAFETY: the caller's reference keeps the task allocated; the id never changes.
+            self.id_shard(unsafe { task.header() }.identity.id.as_u64())
+        }
+    }
+
+    /// The index of the shard of the task whose id is `id`, outside the measurement build.
+    fn id_shard(&self, id: u64) -> usize {
+        self.key_index(id / RUN)
+    }
+
+    /// The index of the shard of `key`: a run of ids, or in the measurement build an
+    /// address.
+    fn key_index(&self, key: u64) -> usize {
+        // The top bits of a multiplicative (Fibonacci) hash: consecutive runs land evenly
+        // over the shards, and the runs of different id blocks on unrelated ones. One
+        // shard (loom) shifts by 64: no bits, shard 0.
+        let hash = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        hash.checked_shr(self.shift).unwrap_or(0) as usize
     }
 
     /// Links a new task, taking a reference for the list (invariant 2). Returns false, and
@@ -212,8 +279,9 @@ impl OwnedTasks {
         if self.closed.load(Relaxed) {
             return false;
         }
-        let slot = self.shard_of(task);
-        let mut shard = lock(&slot.shard);
+        // SAFETY: the caller holds a reference (this function's contract).
+        let slot = unsafe { self.shard_of(task) };
+        let mut shard = slot.lock();
         if shard.closed {
             return false;
         }
@@ -249,8 +317,9 @@ impl OwnedTasks {
     ///
     /// The caller holds a reference to `task`.
     pub(crate) unsafe fn remove(&self, task: RawTask) -> bool {
-        let slot = self.shard_of(task);
-        let mut shard = lock(&slot.shard);
+        // SAFETY: the caller holds a reference (this function's contract).
+        let slot = unsafe { self.shard_of(task) };
+        let mut shard = slot.lock();
         // SAFETY: invariant 1 (the lock); the caller's reference keeps the task alive.
         let unlinked = unsafe { Self::unlink(&mut shard, task.as_ptr()) };
         if unlinked {
@@ -273,7 +342,8 @@ impl OwnedTasks {
         // most 64 tasks, and as many passes as shards among them: cheaper than sorting).
         let mut shard_of = [0usize; 64];
         for (index, &task) in shard_of.iter_mut().zip(tasks) {
-            *index = self.shard_index(task);
+            // SAFETY: the caller holds a reference to every task (this function's contract).
+            *index = unsafe { self.shard_index(task) };
         }
         let shard_of = &shard_of[..tasks.len()];
         // A bit per task not yet unlinked.
@@ -282,7 +352,7 @@ impl OwnedTasks {
         while left != 0 {
             let index = shard_of[left.trailing_zeros() as usize];
             let slot = &self.shards[index];
-            let mut shard = lock(&slot.shard);
+            let mut shard = slot.lock();
             let mut unlinked = 0;
             for (i, &task) in tasks.iter().enumerate() {
                 if left & (1 << i) == 0 || shard_of[i] != index {
@@ -344,7 +414,7 @@ impl OwnedTasks {
         self.closed.store(true, Relaxed);
         let mut tasks = Vec::new();
         for slot in self.shards.iter() {
-            let mut shard = lock(&slot.shard);
+            let mut shard = slot.lock();
             shard.closed = true;
             // The raw links, not `linked`'s `&Header`s: a pointer made from a `&Header`
             // may reach only the header, read-only outside its cells, while the shutdown
@@ -364,12 +434,18 @@ impl OwnedTasks {
 
     /// Calls `f` with the task whose id is `id`, under its shard's lock, if it is linked;
     /// `None` otherwise. For the stall monitor, which knows a stalled task by the id in its
-    /// worker's polling word. Walks the shards one after the other until it finds the task
-    /// (a stall is reported once, so this runs once per stall, not per sample); `f` is
-    /// magpie's own code, never user code (STYLE.md rule 16).
+    /// worker's polling word. Walks the id's shard (in the measurement build, where every id
+    /// is the same, every shard) until it finds the task (a stall is reported once, so this
+    /// runs once per stall, not per sample); `f` is magpie's own code, never user code
+    /// (STYLE.md rule 16).
     pub(crate) fn with_task<R>(&self, id: Id, f: impl FnOnce(&Header) -> R) -> Option<R> {
-        for slot in self.shards.iter() {
-            let shard = lock(&slot.shard);
+        let slots: &[CachePadded<Slot>] = if cfg!(magpie_no_insight) {
+            &self.shards
+        } else {
+            std::slice::from_ref(&self.shards[self.id_shard(id.as_u64())])
+        };
+        for slot in slots {
+            let shard = slot.lock();
             let found = Self::linked(&shard).find(|h| h.identity.id == id);
             if let Some(header) = found {
                 return Some(f(header));
@@ -405,11 +481,20 @@ impl OwnedTasks {
     /// wait for it.
     pub(crate) fn for_each_shard(&self, mut f: impl FnMut(&[&Header])) {
         for slot in self.shards.iter() {
-            let shard = lock(&slot.shard);
+            let shard = slot.lock();
             // A list per shard: the references borrow this shard's guard.
             let headers: Vec<&Header> = Self::linked(&shard).collect();
             f(&headers);
         }
+    }
+
+    /// Times a shard's lock was taken, over every shard (`Stats::live_list_lock_acquisitions`).
+    pub(crate) fn lock_acquisitions(&self) -> u64 {
+        self.shards
+            .iter()
+            // Relaxed: a statistic.
+            .map(|slot| slot.locks.load(Relaxed))
+            .fold(0, u64::wrapping_add)
     }
 
     /// How many tasks are linked (a gauge: the shards are read one after the other, not at
@@ -439,7 +524,7 @@ mod tests {
     use std::sync::{mpsc, Arc};
     use std::time::Duration;
 
-    use super::{all_idle, ShardCount};
+    use super::{all_idle, OwnedTasks, ShardCount, RUN};
 
     /// Sets its flag when dropped: the runtime's shutdown dropped the future holding it.
     struct SetOnDrop(Arc<AtomicBool>);
@@ -485,6 +570,28 @@ mod tests {
             assert!(flag.load(SeqCst), "the shutdown left a future undropped");
         }
         drop(handles);
+    }
+
+    /// The ids of a run share a shard; consecutive runs spread over the shards, so that the
+    /// runs of different workers rarely meet on a lock.
+    #[test]
+    fn a_run_of_ids_shares_a_shard_and_runs_spread_over_the_shards() {
+        let list = OwnedTasks::new(16);
+        assert_eq!(list.shards.len(), 64);
+        let mut used = vec![0u32; 64];
+        for run in 0..256 {
+            let first = run * RUN;
+            let shard = list.id_shard(first);
+            for id in first..first + RUN {
+                assert_eq!(list.id_shard(id), shard, "id {id} left its run's shard");
+            }
+            used[shard] += 1;
+        }
+        // 256 consecutive runs over 64 shards: the hash's top bits leave no shard unused
+        // and none crowded.
+        let unused = used.iter().filter(|&&n| n == 0).count();
+        let most = used.iter().copied().max().unwrap();
+        assert!(unused == 0 && most <= 8, "runs per shard: {used:?}");
     }
 
     fn shards(n: usize) -> Vec<ShardCount> {
