@@ -594,7 +594,8 @@ pub struct Stats {
     /// Times a thread took the lock of one of the live-task list's shards: once per spawn
     /// (the task joins the list), once per completion of a task whose `JoinHandle` is still
     /// held, once per shard among a batch of up to 64 detached tasks unlinked together, and
-    /// once per shard read by [`Runtime::tasks`](crate::Runtime::tasks) or the shutdown.
+    /// once per shard read by [`Runtime::tasks`](crate::Runtime::tasks), the stall monitor
+    /// (once per stall) or the shutdown.
     /// Tasks spawned one after another share a shard (runs of 64 ids), so a batch usually
     /// takes one or two.
     pub live_list_lock_acquisitions: u64,
