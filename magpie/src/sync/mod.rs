@@ -120,13 +120,20 @@ pub(crate) fn wait_until<'a, T>(
     }
 }
 
-/// A mutex that counts how often it is taken: the inject queues' locks, whose acquisitions
-/// `Stats::inject_lock_acquisitions` reports. Poisoning is ignored, as in [`lock`].
+/// A mutex that counts how often it is taken: the inject queues' locks and the live-task
+/// list's shards, whose acquisitions `Stats::inject_lock_acquisitions` and
+/// `Stats::live_list_lock_acquisitions` report. Poisoning is ignored, as in [`lock`].
 #[derive(Debug)]
 pub(crate) struct CountedMutex<T> {
     mutex: Mutex<T>,
     /// Written only under the lock.
     locks: StatAtomicU64,
+}
+
+impl<T: Default> Default for CountedMutex<T> {
+    fn default() -> CountedMutex<T> {
+        CountedMutex::new(T::default())
+    }
 }
 
 impl<T> CountedMutex<T> {

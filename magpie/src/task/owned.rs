@@ -32,7 +32,7 @@ use std::ptr::NonNull;
 use super::id::Id;
 use super::raw::{Header, RawTask};
 use crate::sync::atomic::*;
-use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, MutexGuard, StatAtomicU64};
+use crate::sync::{AtomicBool, AtomicUsize, CountedMutex};
 use crate::util::CachePadded;
 
 /// A task's links in its owner's list (invariant 1). Whether the task is linked is not
@@ -58,27 +58,12 @@ unsafe impl Send for Shard {}
 /// A shard with its counts, on a line of its own.
 #[derive(Debug, Default)]
 struct Slot {
-    shard: Mutex<Shard>,
+    /// The shard behind a lock that counts its acquisitions
+    /// (`Stats::live_list_lock_acquisitions`), the count on the lock's line.
+    shard: CountedMutex<Shard>,
     /// Beside the lock, whose line a spawn or completion has just taken, so writing the
     /// counts moves no other line.
     count: ShardCount,
-    /// Times the lock was taken (`Stats::live_list_lock_acquisitions`); written only under
-    /// it, on the same line.
-    locks: StatAtomicU64,
-}
-
-impl Slot {
-    /// Takes the shard's lock and counts it.
-    fn lock(&self) -> MutexGuard<'_, Shard> {
-        let guard = lock(&self.shard);
-        if cfg!(not(magpie_no_stats)) {
-            // Relaxed load and store: only the lock holder writes it; readers want no
-            // ordering (a statistic).
-            self.locks
-                .store(self.locks.load(Relaxed).wrapping_add(1), Relaxed);
-        }
-        guard
-    }
 }
 
 /// One shard's task counts (invariant 4): written only by whoever holds the shard's lock,
@@ -281,7 +266,7 @@ impl OwnedTasks {
         }
         // SAFETY: the caller holds a reference (this function's contract).
         let slot = unsafe { self.shard_of(task) };
-        let mut shard = slot.lock();
+        let mut shard = slot.shard.lock();
         if shard.closed {
             return false;
         }
@@ -319,7 +304,7 @@ impl OwnedTasks {
     pub(crate) unsafe fn remove(&self, task: RawTask) -> bool {
         // SAFETY: the caller holds a reference (this function's contract).
         let slot = unsafe { self.shard_of(task) };
-        let mut shard = slot.lock();
+        let mut shard = slot.shard.lock();
         // SAFETY: invariant 1 (the lock); the caller's reference keeps the task alive.
         let unlinked = unsafe { Self::unlink(&mut shard, task.as_ptr()) };
         if unlinked {
@@ -352,7 +337,7 @@ impl OwnedTasks {
         while left != 0 {
             let index = shard_of[left.trailing_zeros() as usize];
             let slot = &self.shards[index];
-            let mut shard = slot.lock();
+            let mut shard = slot.shard.lock();
             let mut unlinked = 0;
             for (i, &task) in tasks.iter().enumerate() {
                 if left & (1 << i) == 0 || shard_of[i] != index {
@@ -414,7 +399,7 @@ impl OwnedTasks {
         self.closed.store(true, Relaxed);
         let mut tasks = Vec::new();
         for slot in self.shards.iter() {
-            let mut shard = slot.lock();
+            let mut shard = slot.shard.lock();
             shard.closed = true;
             // The raw links, not `linked`'s `&Header`s: a pointer made from a `&Header`
             // may reach only the header, read-only outside its cells, while the shutdown
@@ -445,7 +430,7 @@ impl OwnedTasks {
             std::slice::from_ref(&self.shards[self.id_shard(id.as_u64())])
         };
         for slot in slots {
-            let shard = slot.lock();
+            let shard = slot.shard.lock();
             let found = Self::linked(&shard).find(|h| h.identity.id == id);
             if let Some(header) = found {
                 return Some(f(header));
@@ -481,7 +466,7 @@ impl OwnedTasks {
     /// wait for it.
     pub(crate) fn for_each_shard(&self, mut f: impl FnMut(&[&Header])) {
         for slot in self.shards.iter() {
-            let shard = slot.lock();
+            let shard = slot.shard.lock();
             // A list per shard: the references borrow this shard's guard.
             let headers: Vec<&Header> = Self::linked(&shard).collect();
             f(&headers);
@@ -492,8 +477,7 @@ impl OwnedTasks {
     pub(crate) fn lock_acquisitions(&self) -> u64 {
         self.shards
             .iter()
-            // Relaxed: a statistic.
-            .map(|slot| slot.locks.load(Relaxed))
+            .map(|slot| slot.shard.acquisitions())
             .fold(0, u64::wrapping_add)
     }
 
