@@ -420,8 +420,9 @@ impl Registry {
     }
 
     /// Cancels every live task (shutdown, step 1): each idle task's future is dropped here;
-    /// a running one is dropped by its worker when the poll returns; queued `Notified`s
-    /// become no-ops. From now on spawns are refused (they resolve to cancelled).
+    /// a running one is dropped by its worker when the poll returns, and one queued while
+    /// it kept `RUNNING` (task/state.rs, "Woken while running") by whoever takes that
+    /// `Notified` from its queue; other queued `Notified`s become no-ops. From now on spawns are refused (they resolve to cancelled).
     pub(crate) fn shutdown_tasks(&self) {
         for task in self.owned.close_and_take_all() {
             // SAFETY: `close_and_take_all` handed us a reference to each task.

@@ -191,11 +191,21 @@ where
             end_noted_poll(header, poller);
         }
         match polled {
+            Ok(Poll::Pending) if self.state().woken_while_running() => {
+                // Woken while it ran (by itself, as `yield_now` does, or by someone else): it
+                // goes to the back of the queue, behind the tasks that waited, still
+                // `RUNNING` (state.rs, "Woken while running").
+                // SAFETY: state.rs invariant 1: NOTIFIED is set and no Notified exists, so
+                // the poller's reference becomes a held one; the scheduler type is `S`.
+                let notified = unsafe { Notified::<S>::from_raw(self.raw()) };
+                self.core().scheduler.yield_task(notified);
+                false
+            }
             Ok(Poll::Pending) => match self.state().transition_to_idle() {
                 TransitionToIdle::Ok => false,
                 TransitionToIdle::OkNotified => {
-                    // Woken while it ran (by itself, as `yield_now` does, or by someone
-                    // else): it goes to the back of the queue, behind the tasks that waited.
+                    // Woken after `woken_while_running` looked: as above, but the task went
+                    // idle, and its next poller claims it as usual.
                     // SAFETY: state.rs invariant 1: the poller's reference now belongs to a
                     // new Notified, with NOTIFIED set; the scheduler type is `S`.
                     let notified = unsafe { Notified::<S>::from_raw(self.raw()) };
@@ -354,6 +364,18 @@ where
             // The caller now holds RUNNING; `complete` drops its reference.
             TransitionToShutdown::Claimed => self.cancel(),
             TransitionToShutdown::Busy => self.drop_reference(),
+        }
+    }
+
+    /// Cancels the task of a `Notified` that will not run (its queue is drained at shutdown,
+    /// or it is dropped), consuming the `Notified`'s reference: claims the task as a poller
+    /// would, which a held `Notified` (state.rs, "Woken while running") must do, since it
+    /// holds `RUNNING` already, and drops the future.
+    pub(crate) fn shutdown_notified(self) {
+        match self.state().transition_to_running() {
+            TransitionToRunning::Success | TransitionToRunning::Cancelled => self.cancel(),
+            TransitionToRunning::Failed => {}
+            TransitionToRunning::Dealloc => self.dealloc(),
         }
     }
 

@@ -65,7 +65,8 @@ pub(crate) trait Schedule: Send + Sync + Sized + 'static {
 ///
 /// Dropping a `Notified` without running it only drops its reference: the task then stays
 /// notified and is never polled again (its wakes do nothing), so the runtime runs every
-/// `Notified` or shuts the task down instead.
+/// `Notified` or shuts the task down instead. A *held* one (task/state.rs, "Woken while
+/// running") holds `RUNNING` too, and dropping it cancels the task, as `shutdown` does.
 pub(crate) struct Notified<S: 'static> {
     raw: RawTask,
     _scheduler: PhantomData<S>,
@@ -134,8 +135,9 @@ impl<S: Schedule> Notified<S> {
     /// shutting down): the future is dropped on this thread and the handle resolves to
     /// cancelled.
     pub(crate) fn shutdown(self) {
-        // SAFETY: the Notified's reference is handed to `shutdown`, which consumes it.
-        unsafe { self.into_raw().shutdown() }
+        // SAFETY: the Notified (a held one included) is handed to `shutdown_notified`, which
+        // consumes its reference.
+        unsafe { self.into_raw().shutdown_notified() }
     }
 
     /// The task this handle runs.
@@ -146,8 +148,8 @@ impl<S: Schedule> Notified<S> {
 
 impl<S: 'static> Drop for Notified<S> {
     fn drop(&mut self) {
-        // SAFETY: the Notified holds a reference, given up here.
-        unsafe { self.raw.drop_reference() }
+        // SAFETY: the Notified, and its reference, given up here.
+        unsafe { self.raw.drop_notified() }
     }
 }
 

@@ -335,6 +335,9 @@ pub(crate) struct Vtable {
     pub(crate) drop_join_handle_slow: unsafe fn(NonNull<Header>),
     /// Cancels the task in place at runtime shutdown: see [`RawTask::shutdown`].
     pub(crate) shutdown: unsafe fn(NonNull<Header>),
+    /// Cancels the task of a `Notified` that will not run: see
+    /// [`RawTask::shutdown_notified`].
+    pub(crate) shutdown_notified: unsafe fn(NonNull<Header>),
 }
 
 /// The vtable of `Cell<F, S>`, one static per type pair.
@@ -351,6 +354,7 @@ where
         try_read_output: try_read_output::<F, S>,
         drop_join_handle_slow: drop_join_handle_slow::<F, S>,
         shutdown: shutdown::<F, S>,
+        shutdown_notified: shutdown_notified::<F, S>,
     }
 }
 
@@ -498,6 +502,41 @@ impl RawTask {
     pub(crate) unsafe fn shutdown(self) {
         // SAFETY: as in `poll`.
         unsafe { (self.header().vtable.shutdown)(self.ptr) }
+    }
+
+    /// The holder of a `Notified` that will not run cancels its task: claims it as a poller
+    /// would and drops the future here, or, if the runtime claimed it at shutdown, drops the
+    /// `Notified`'s reference. Unlike [`RawTask::shutdown`], right for a held `Notified`
+    /// (state.rs, "Woken while running"), which holds `RUNNING` already.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the task's `Notified`, whose reference this consumes.
+    pub(crate) unsafe fn shutdown_notified(self) {
+        // SAFETY: as in `poll`.
+        unsafe { (self.header().vtable.shutdown_notified)(self.ptr) }
+    }
+
+    /// Drops a `Notified` that was neither run nor shut down: drops its reference, and
+    /// leaves the task notified and never polled again, unless it is a held one (state.rs,
+    /// "Woken while running"), whose task is cancelled instead (it holds `RUNNING`, which
+    /// would otherwise stay set for good, and no shutdown could drop the future).
+    ///
+    /// # Safety
+    ///
+    /// As [`RawTask::shutdown_notified`].
+    pub(crate) unsafe fn drop_notified(self) {
+        // SAFETY: the caller's reference keeps the task alive (invariant 2).
+        let now = unsafe { self.state() }.load();
+        // A held Notified's task stays RUNNING and NOTIFIED until its holder claims it; no
+        // other Notified sees both (state.rs, "Woken while running"), so the load decides.
+        if now.is_running() && now.is_notified() {
+            // SAFETY: the caller's Notified and its reference are handed over.
+            unsafe { self.shutdown_notified() }
+        } else {
+            // SAFETY: the caller's reference, given up.
+            unsafe { self.drop_reference() }
+        }
     }
 
     /// Drops one reference, freeing the task if it was the last.
@@ -795,4 +834,17 @@ where
 {
     // SAFETY: invariant 1 and invariant 2.
     unsafe { Harness::<F, S>::from_cell(ptr.cast()) }.shutdown()
+}
+
+/// # Safety
+///
+/// As [`RawTask::shutdown_notified`].
+unsafe fn shutdown_notified<F, S>(ptr: NonNull<Header>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    // SAFETY: invariant 1 and invariant 2.
+    unsafe { Harness::<F, S>::from_cell(ptr.cast()) }.shutdown_notified()
 }

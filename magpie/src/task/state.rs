@@ -24,12 +24,16 @@
 //!
 //! 1. At most one `Notified` exists. One is made only when a transition reports `Submit` or
 //!    `OkNotified`, which happens only where `NOTIFIED` goes from clear to set on an idle task
-//!    (or stays set while `RUNNING` is cleared); while a `Notified` exists, `NOTIFIED` is set.
+//!    (or stays set while `RUNNING` is cleared), or when a poller finds `NOTIFIED` set as its
+//!    poll ends and keeps `RUNNING` ("Woken while running"); while a `Notified` exists,
+//!    `NOTIFIED` is set, unless the runtime's shutdown claimed the task
+//!    ([`State::transition_to_shutdown`] clears it; the task is never idle again).
 //! 2. Only the holder of `RUNNING` touches the stage, with two exceptions for the
 //!    `JoinHandle` (while `JOIN_INTEREST` is set): once `COMPLETE` is set it takes the
 //!    output, and once `STORED` is set its destructor drops it. `RUNNING` is set by
 //!    [`State::transition_to_running`] (the poller) or [`State::transition_to_shutdown`]
-//!    (the runtime at shutdown), never both. The holder of `RUNNING` no longer touches the
+//!    (the runtime at shutdown), never both; a poller may pass it on, still set, with a
+//!    held `Notified` (see "Woken while running"). The holder of `RUNNING` no longer touches the
 //!    stage after its [`State::transition_to_stored`] answered [`TransitionToStored::Stored`].
 //! 3. The output is dropped exactly once: the order of the completer's
 //!    [`State::transition_to_stored`] and the handle's [`State::unset_join_interested`]
@@ -92,6 +96,41 @@
 //! have returned before that `drop` began. A handle that outlives the task and is dropped unread
 //! later drops the output then, as before.
 //!
+//! # Woken while running
+//!
+//! A task woken during its own poll (by `yield_now`, by a spent cooperative budget, or by
+//! another thread) could go idle and be claimed again: [`State::transition_to_idle`] clears
+//! `RUNNING` and leaves `NOTIFIED` (`OkNotified`), and the next poller's
+//! [`State::transition_to_running`] swaps them back, two RMWs for a task that never stopped
+//! being runnable. Instead, when the poll returns `Pending`, the poller loads the word
+//! ([`State::woken_while_running`]); if `NOTIFIED` is set and `CANCELLED` clear, it keeps
+//! `RUNNING` and queues a *held* `Notified`, made of its own reference. Whoever takes that
+//! `Notified` from the queue (its worker, or a thief) runs it as any other:
+//! [`State::transition_to_running`] finds `RUNNING` and `NOTIFIED` both set, which only a
+//! held `Notified` leaves, and clears `NOTIFIED` (so that a wake during the coming poll is
+//! seen after it) in the same one RMW, reporting an abort as it would for an idle task. One
+//! RMW instead of two, and no word in the header: the state word alone tells a held
+//! `Notified` from the others.
+//!
+//! While it is queued, the task looks as it does during a poll, and every other party acts
+//! as it would then: a wake finds `NOTIFIED` set and submits nothing; an abort sets
+//! `CANCELLED`, which the resumer sees and answers by dropping the future; the runtime's
+//! shutdown ([`State::transition_to_shutdown`]) answers `Busy`, and the queue's drain, which
+//! cancels every `Notified` left (`Notified::shutdown`), claims the held one as a poller
+//! would and drops its future. Invariant 2 holds as written: the holder of the held
+//! `Notified` is the holder of `RUNNING`.
+//!
+//! What keeps "`RUNNING` and `NOTIFIED` both set" unambiguous for a `Notified`'s holder is
+//! the shutdown's claim: it may set `RUNNING` on an idle task whose `Notified` is queued, and
+//! it clears `NOTIFIED` as it does. `CANCELLED` is set with it, and a wake of a task that is
+//! running and cancelled leaves `NOTIFIED` alone (the poller, seeing `CANCELLED`, drops the
+//! future whatever `NOTIFIED` says), so the bit stays clear until `COMPLETE`; that stale
+//! `Notified`'s holder then finds `RUNNING` without `NOTIFIED`, or `COMPLETE`, and only drops
+//! its reference (`TransitionToRunning::Failed`).
+//!
+//! A wake that lands after the load and before the poller's next RMW is not lost: the poller
+//! then goes idle with [`State::transition_to_idle`], which sees it and answers `OkNotified`.
+
 //! # Cancellation
 //!
 //! An abort from another thread ([`State::transition_to_cancelled`]) never drops the future
@@ -257,13 +296,14 @@ impl fmt::Debug for Snapshot {
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TransitionToRunning {
-    /// It holds `RUNNING`: poll the future.
+    /// It holds `RUNNING` (claimed now, or passed on with a held `Notified`): poll the
+    /// future.
     Success,
     /// It holds `RUNNING`, but the task was aborted: drop the future, store the cancellation
     /// error, and complete.
     Cancelled,
-    /// The runtime claimed the task at shutdown (it is running or complete): the `Notified`'s
-    /// reference was dropped; do nothing more.
+    /// The runtime claimed the task at shutdown (it is running without `NOTIFIED`, or
+    /// complete): the `Notified`'s reference was dropped; do nothing more.
     Failed,
     /// As `Failed`, and that was the last reference: free the task.
     Dealloc,
@@ -399,21 +439,25 @@ impl State {
     }
 
     /// The holder of a `Notified` claims the task to poll it: clears `NOTIFIED` and sets
-    /// `RUNNING`. If the task was aborted, reports [`TransitionToRunning::Cancelled`] (still
-    /// claimed) so that the future is dropped rather than polled. If the runtime claimed it at
-    /// shutdown, drops the `Notified`'s reference instead.
+    /// `RUNNING` (for a held `Notified`, already set: "Woken while running"). If the task was
+    /// aborted, reports [`TransitionToRunning::Cancelled`] (still claimed) so that the future
+    /// is dropped rather than polled. If the runtime claimed it at shutdown, drops the
+    /// `Notified`'s reference instead.
     #[inline]
     pub(crate) fn transition_to_running(&self) -> TransitionToRunning {
         // AcqRel: Acquire pairs with the Release of `transition_to_idle` (the previous poll's
-        // writes to the future) and of the wake or abort that set `NOTIFIED` (what the waker
-        // wrote first); Release matters for `Failed`, which drops a reference (pairs with the
-        // Acquire of whichever RMW drops the last one).
+        // writes to the future) and of the wakes and aborts that wrote the word since (what a
+        // waker wrote first); Release matters for `Failed`, which drops a reference (pairs
+        // with the Acquire of whichever RMW drops the last one). A held `Notified`'s previous
+        // poll wrote no RMW after it: the queue that carried the `Notified` orders it, as it
+        // orders a new task's allocation before its first poll.
         self.fetch_update(|mut s| {
             debug_assert!(
-                s.is_notified(),
-                "a Notified exists only while NOTIFIED is set"
+                s.is_notified() || s.is_running() || s.is_complete(),
+                "a Notified exists only while NOTIFIED is set, or after a shutdown's claim"
             );
-            if !s.is_idle() {
+            let held = s.is_running() && s.is_notified();
+            if !s.is_idle() && !held {
                 s.ref_dec();
                 let outcome = if s.ref_count() == 0 {
                     TransitionToRunning::Dealloc
@@ -431,6 +475,21 @@ impl State {
             (outcome, Some(s))
         })
         .0
+    }
+
+    /// The poller, after a `Pending` poll, asks whether to keep `RUNNING` and queue the task
+    /// as a held `Notified` ("Woken while running" in the module docs): true if the task was
+    /// woken during the poll and not aborted. A load; nothing changes.
+    #[inline]
+    pub(crate) fn woken_while_running(&self) -> bool {
+        // Relaxed: only the decision is read here. `NOTIFIED`, once seen, stays set until a
+        // `Notified`'s holder clears it, and none exists while we hold `RUNNING` from a poll;
+        // `CANCELLED` is never cleared. A flag set after this load is seen by the next RMW,
+        // ours (`transition_to_idle`) or the resumer's (`transition_to_running`), which also
+        // carries the wake's happens-before (its Acquire).
+        let s = Snapshot(self.val.load(Relaxed));
+        debug_assert!(s.is_running() && !s.is_complete());
+        s.is_notified() && !s.is_cancelled()
     }
 
     /// The poller gives the task up after a `Pending` poll: clears `RUNNING`, and hands its
@@ -534,8 +593,11 @@ impl State {
         // pairs with every other reference drop, for `Dealloc`.
         self.fetch_update(|mut s| {
             if s.is_running() {
-                // The poller holds a reference, so this cannot be the last one.
-                s.0 |= NOTIFIED;
+                // The poller holds a reference, so this cannot be the last one. A cancelled
+                // task is not polled again: `NOTIFIED` stays as it is ("Woken while running").
+                if !s.is_cancelled() {
+                    s.0 |= NOTIFIED;
+                }
                 s.ref_dec();
                 debug_assert!(s.ref_count() > 0);
                 (TransitionToNotifiedByVal::DoNothing, Some(s))
@@ -569,7 +631,10 @@ impl State {
             if s.is_complete() {
                 (TransitionToNotifiedByRef::DoNothing, None)
             } else if s.is_running() || s.is_notified() {
-                s.0 |= NOTIFIED;
+                // As in `transition_to_notified_by_val`: not on a task running cancelled.
+                if !(s.is_running() && s.is_cancelled()) {
+                    s.0 |= NOTIFIED;
+                }
                 (TransitionToNotifiedByRef::DoNothing, Some(s))
             } else {
                 s.0 |= NOTIFIED;
@@ -610,8 +675,10 @@ impl State {
 
     /// The runtime, shutting down, cancels a task it holds a reference to: sets `CANCELLED`
     /// and, if the task is idle, claims `RUNNING` so that the caller drops the future in place
-    /// (no worker is left to run a `Notified`). A `Notified` still queued then fails in
-    /// [`State::transition_to_running`]. A complete task is left alone.
+    /// (no worker is left to run a `Notified`), clearing `NOTIFIED`: a `Notified` still
+    /// queued then fails in [`State::transition_to_running`], which would take `RUNNING` with
+    /// `NOTIFIED` for a held one ("Woken while running"). A running task (a held `Notified`'s
+    /// included) is left to its poller, and a complete one alone.
     #[inline]
     pub(crate) fn transition_to_shutdown(&self) -> TransitionToShutdown {
         // AcqRel: Acquire pairs with the Release of `transition_to_idle`, so the caller sees
@@ -625,7 +692,7 @@ impl State {
             if s.is_running() {
                 return (TransitionToShutdown::Busy, Some(s));
             }
-            s.0 |= RUNNING;
+            s.0 = (s.0 & !NOTIFIED) | RUNNING;
             (TransitionToShutdown::Claimed, Some(s))
         })
         .0

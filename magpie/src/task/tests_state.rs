@@ -109,9 +109,15 @@ fn transition_to_running_table() {
             (N | J | W | refs(3), Success, R | J | W | refs(3)),
             // Aborted while queued: claimed, to drop the future.
             (N | X | J | refs(2), Cancelled, R | X | J | refs(2)),
-            // Claimed by the runtime at shutdown, running or done: the Notified's reference goes.
-            (N | R | X | J | refs(3), Failed, N | R | X | J | refs(2)),
+            // A held Notified (woken while running): RUNNING is its own; NOTIFIED goes.
+            (R | N | J | refs(2), Success, R | J | refs(2)),
+            (R | N | refs(1), Success, R | refs(1)),
+            (R | N | X | J | refs(2), Cancelled, R | X | J | refs(2)),
+            // Claimed by the runtime at shutdown (which cleared NOTIFIED), running or done:
+            // the Notified's reference goes.
+            (R | X | J | refs(3), Failed, R | X | J | refs(2)),
             (N | C | X | J | refs(2), Failed, N | C | X | J | refs(1)),
+            (C | X | J | refs(2), Failed, C | X | J | refs(1)),
             (N | C | X | refs(1), Dealloc, N | C | X),
         ],
     );
@@ -134,6 +140,22 @@ fn transition_to_idle_table() {
             // Aborted during the poll: unchanged, the poller cancels.
             (R | X | J | refs(2), Cancelled, R | X | J | refs(2)),
             (R | N | X | refs(1), Cancelled, R | N | X | refs(1)),
+        ],
+    );
+}
+
+#[test]
+fn woken_while_running_table() {
+    // A load: the word is unchanged in every row.
+    check_table(
+        "woken_while_running",
+        State::woken_while_running,
+        &[
+            (R | N | J | refs(2), true, R | N | J | refs(2)),
+            (R | N | refs(1), true, R | N | refs(1)),
+            (R | J | refs(2), false, R | J | refs(2)),
+            (R | N | X | J | refs(2), false, R | N | X | J | refs(2)),
+            (R | X | refs(1), false, R | X | refs(1)),
         ],
     );
 }
@@ -206,6 +228,10 @@ fn transition_to_notified_by_val_table() {
             // Running: note the wake for the poller, drop the waker's reference.
             (R | J | refs(3), DoNothing, R | N | J | refs(2)),
             (R | N | J | refs(3), DoNothing, R | N | J | refs(2)),
+            // Running cancelled (the poller drops the future; a shutdown's claim cleared
+            // NOTIFIED for good): NOTIFIED is left alone.
+            (R | X | J | refs(3), DoNothing, R | X | J | refs(2)),
+            (R | N | X | J | refs(3), DoNothing, R | N | X | J | refs(2)),
             // Idle: the waker's reference becomes the Notified's.
             (J | refs(2), Submit, N | J | refs(2)),
             (refs(1), Submit, N | refs(1)),
@@ -230,6 +256,8 @@ fn transition_to_notified_by_ref_table() {
         &[
             (R | J | refs(2), DoNothing, R | N | J | refs(2)),
             (R | N | J | refs(2), DoNothing, R | N | J | refs(2)),
+            // Running cancelled: as in `transition_to_notified_by_val_table`.
+            (R | X | J | refs(2), DoNothing, R | X | J | refs(2)),
             // Idle: a new reference for the Notified; the waker keeps its own.
             (J | refs(2), Submit, N | J | refs(3)),
             (refs(1), Submit, N | refs(2)),
@@ -271,10 +299,13 @@ fn transition_to_shutdown_table() {
         State::transition_to_shutdown,
         &[
             (J | refs(2), Claimed, R | X | J | refs(2)),
-            // A Notified is queued: it will fail in `transition_to_running`.
-            (N | J | refs(3), Claimed, R | N | X | J | refs(3)),
-            (N | X | refs(2), Claimed, R | N | X | refs(2)),
+            // A Notified is queued: it will fail in `transition_to_running`, which the
+            // claim's clearing NOTIFIED tells it.
+            (N | J | refs(3), Claimed, R | X | J | refs(3)),
+            (N | X | refs(2), Claimed, R | X | refs(2)),
             (R | J | refs(2), Busy, R | X | J | refs(2)),
+            // A held Notified is queued: its holder drops the future.
+            (R | N | J | refs(2), Busy, R | N | X | J | refs(2)),
             (C | J | refs(2), Busy, C | J | refs(2)),
         ],
     );
@@ -599,6 +630,58 @@ fn abort_idle_task_lets_a_worker_drop_the_future() {
 }
 
 #[test]
+fn lifecycle_woken_while_running_keeps_running_until_the_next_poll() {
+    let state = State::new();
+    assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+    // The poll wakes its own task (`yield_now`) and returns Pending: the poller keeps
+    // RUNNING and its reference becomes the held Notified's, with no RMW.
+    assert_eq!(
+        state.transition_to_notified_by_ref(),
+        TransitionToNotifiedByRef::DoNothing
+    );
+    assert!(state.woken_while_running());
+    // Queued: a wake submits nothing, a shutdown leaves the future to the holder.
+    assert_eq!(
+        state.transition_to_notified_by_ref(),
+        TransitionToNotifiedByRef::DoNothing
+    );
+    let before = state.load();
+    assert!(before.is_running() && before.is_notified() && before.ref_count() == 2);
+    // Taken from the queue: the same transition as any Notified's, one RMW, which leaves
+    // NOTIFIED clear so that a wake during this poll is seen after it.
+    assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+    let now = state.load();
+    assert!(now.is_running() && !now.is_notified() && now.ref_count() == 2);
+    assert!(!state.woken_while_running());
+    assert_eq!(state.transition_to_idle(), TransitionToIdle::Ok);
+    assert_eq!(state.load().ref_count(), 1, "the handle's");
+}
+
+#[test]
+fn a_held_notified_cancelled_at_shutdown_drops_the_future_once() {
+    let state = State::new();
+    state.ref_inc(); // The runtime's list.
+    assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+    assert_eq!(
+        state.transition_to_notified_by_ref(),
+        TransitionToNotifiedByRef::DoNothing
+    );
+    assert!(state.woken_while_running());
+    // The runtime shuts the task down while its held Notified is queued: busy.
+    assert_eq!(state.transition_to_shutdown(), TransitionToShutdown::Busy);
+    assert!(!state.ref_dec(), "the list's");
+    // A wake now (the task is running, cancelled) leaves NOTIFIED as it was.
+    assert_eq!(
+        state.transition_to_notified_by_ref(),
+        TransitionToNotifiedByRef::DoNothing
+    );
+    // The held Notified's holder claims it, cancelled: it drops the future and completes.
+    assert_eq!(state.transition_to_running(), TransitionToRunning::Cancelled);
+    let done = state.transition_to_complete(0);
+    assert!(done.is_complete() && done.is_cancelled());
+}
+
+#[test]
 fn shutdown_claims_an_idle_task_and_its_queued_notified_fails() {
     let state = State::new();
     // The runtime's own reference (a future owned-task list).
@@ -607,6 +690,13 @@ fn shutdown_claims_an_idle_task_and_its_queued_notified_fails() {
         state.transition_to_shutdown(),
         TransitionToShutdown::Claimed
     );
+    // A wake while the runtime drops the future: NOTIFIED stays clear, so the queued
+    // Notified cannot be taken for a held one.
+    assert_eq!(
+        state.transition_to_notified_by_ref(),
+        TransitionToNotifiedByRef::DoNothing
+    );
+    assert!(!state.load().is_notified());
     let _ = state.transition_to_complete(0);
     assert!(!state.ref_dec(), "the runtime's");
     assert!(state.unset_join_interested(false).is_err());
