@@ -11,7 +11,14 @@
 //!
 //! The run queue is a Relaxed counter, so it adds no happens-before edges of its own: the
 //! models check that the state word alone orders every access to the task, even though a
-//! real queue would add some.
+//! real queue would add some. The exception is a *held* `Notified` (state.rs, "Woken while
+//! running"): the poller that queues one writes no RMW after its poll, so the queue is what
+//! orders that poll before the next, as a real queue orders a new task's allocation before
+//! its first poll; such a submit is a Release, and taking from the queue an Acquire.
+//! `loom_held_notified_without_the_queues_release_is_caught` is the negative control.
+//!
+//! A future may also wake itself a given number of times (`yields`), as `yield_now` does:
+//! then its poll returns Pending with the task notified, and the poller queues it held.
 //!
 //! The future is Ready once it sees `event` set. A waker sets `event` (Relaxed) and then
 //! wakes, so a poll that answers the wake must see it: a lost wakeup, or a wake not ordered
@@ -82,6 +89,11 @@ struct Task {
     /// The bug the deferral models must catch: the deferring completer drops its own
     /// reference at `COMPLETE` anyway, and the unlink drops the list's alone.
     defer_drops_own_ref: AtomicBool,
+    /// How many more polls wake the task themselves before looking at `event` (a cell of
+    /// the future's, so loom checks that each poll is ordered after the one before).
+    yields: UnsafeCell<usize>,
+    /// The bug the held models must catch: a held `Notified` queued without a Release.
+    held_submit_relaxed: AtomicBool,
 }
 
 /// Runs `f` with a new task in a loom `Arc`. `event` says whether the future is ready on its
@@ -107,6 +119,8 @@ fn with_task(event: bool, f: impl FnOnce(&Arc<Task>)) {
         defer_unlinks: AtomicBool::new(false),
         unlink_pending: AtomicBool::new(false),
         defer_drops_own_ref: AtomicBool::new(false),
+        yields: UnsafeCell::new(0),
+        held_submit_relaxed: AtomicBool::new(false),
     }));
     f(&task);
     drop(ManuallyDrop::into_inner(task));
@@ -154,13 +168,46 @@ impl Task {
         assert_eq!(before, 0, "two Notifieds for one task");
     }
 
+    /// Queues the poller's reference as a held `Notified` (state.rs, "Woken while
+    /// running"), with the Release that a real queue's push is.
+    fn submit_held(&self) {
+        self.submits.fetch_add(1, Relaxed);
+        let order = if self.held_submit_relaxed.load(Relaxed) {
+            Relaxed
+        } else {
+            Release
+        };
+        let before = self.queued.fetch_add(1, order);
+        assert_eq!(before, 0, "two Notifieds for one task");
+    }
+
+    /// Takes the queued `Notified`, if any. Acquire: pairs with `submit_held` (see the
+    /// module docs; a plain submit is Relaxed, and adds nothing).
+    fn take_queued(&self) -> bool {
+        self.queued.swap(0, Acquire) != 0
+    }
+
     /// Runs the queued `Notified`, if any. Returns whether there was one.
     fn run_queued(&self) -> bool {
-        if self.queued.swap(0, Relaxed) == 0 {
+        if !self.take_queued() {
             return false;
         }
         self.run();
         true
+    }
+
+    /// Cancels the task of the queued `Notified`, if any, as a queue's drain at shutdown
+    /// does (`Harness::shutdown_notified`): claims it as a poller would, then drops the
+    /// future.
+    fn shut_down_queued(&self) {
+        if !self.take_queued() {
+            return;
+        }
+        match self.state.transition_to_running() {
+            TransitionToRunning::Success | TransitionToRunning::Cancelled => self.cancel(),
+            TransitionToRunning::Failed => {}
+            TransitionToRunning::Dealloc => self.free(),
+        }
     }
 
     /// Runs a `Notified`, as a worker does.
@@ -169,6 +216,10 @@ impl Task {
             TransitionToRunning::Success => {
                 if self.poll() {
                     self.complete();
+                    return;
+                }
+                if self.state.woken_while_running() {
+                    self.submit_held();
                     return;
                 }
                 match self.state.transition_to_idle() {
@@ -184,8 +235,22 @@ impl Task {
         }
     }
 
-    /// Polls the future; on Ready it is dropped and the output stored.
+    /// Polls the future; on Ready it is dropped and the output stored. A future with
+    /// `yields` left wakes itself by reference and returns Pending instead, counting the
+    /// yield after the wake (a future may write after waking itself, which the wake's RMW
+    /// does not order).
     fn poll(&self) -> bool {
+        // SAFETY (both accesses): the poller holds RUNNING (invariant 2 of `state`); loom
+        // checks it.
+        if self.yields.with(|yields| unsafe { *yields }) > 0 {
+            assert_eq!(
+                self.state.transition_to_notified_by_ref(),
+                TransitionToNotifiedByRef::DoNothing,
+                "a running task's own wake submitted it"
+            );
+            self.yields.with_mut(|yields| unsafe { *yields -= 1 });
+            return false;
+        }
         // Relaxed: ordered by the state word (the wake's Release, this poll's Acquire).
         let ready = self.event.load(Relaxed);
         self.with_stage(|stage| {
@@ -452,6 +517,7 @@ impl Task {
     /// dropped exactly once.
     fn finish(&self, join_waker: bool) {
         while self.run_queued() {}
+        assert!(!self.state.load().is_running(), "left RUNNING");
         assert_eq!(
             self.frees.load(Relaxed),
             1,
@@ -754,4 +820,123 @@ fn loom_deferred_unlink_without_the_completers_reference_is_caught() {
     // worker's access after the free (a use after free, or an access unordered with the
     // free, whichever the interleaving gives).
     deferred_unlink_races_a_waker_and_the_handle(false, true);
+}
+
+/// Sets how many of the task's polls wake it themselves (`Task::yields`) before any other
+/// thread exists.
+fn set_yields(task: &Task, n: usize) {
+    // SAFETY: called before the model spawns threads: nothing else touches the cell.
+    task.yields.with_mut(|yields| unsafe { *yields = n });
+}
+
+#[test]
+fn loom_held_notified_races_a_wake_and_an_abort() {
+    // The first poll yields: the poller queues the task held, still RUNNING. A waker fires
+    // and the handle aborts while a thief takes the held Notified: the wake submits nothing
+    // (the task is running), the abort is seen by whoever claims the task next, and the
+    // future is dropped once.
+    model(THREE_THREAD_CAP, || {
+        with_task(false, |task| {
+            set_yields(task, 1);
+            task.state.ref_inc();
+            task.run();
+            assert_eq!(task.submits.load(Relaxed), 1, "queued held");
+            let waker = spawn(task, |task| task.wake_by_val());
+            let aborter = spawn(task, |task| task.abort());
+            let thief = spawn(task, |task| {
+                task.run_queued();
+            });
+            waker.join().unwrap();
+            aborter.join().unwrap();
+            thief.join().unwrap();
+            task.drop_join_handle();
+            task.finish(false);
+        });
+    });
+}
+
+#[test]
+fn loom_held_notified_races_shutdown() {
+    // A held Notified is queued while the runtime shuts down with its own reference (the
+    // live list's) and a thief runs the Notified: the shutdown finds the task running and
+    // leaves the future to the Notified's holder, or claims it if the thief's poll left it
+    // idle first; either way the future is dropped once and the task freed once.
+    model(None, || {
+        with_task(false, |task| {
+            set_yields(task, 1);
+            task.state.ref_inc();
+            task.run();
+            let runtime = spawn(task, |task| match task.state.transition_to_shutdown() {
+                TransitionToShutdown::Claimed => task.cancel(),
+                TransitionToShutdown::Busy => task.drop_ref(),
+            });
+            task.run_queued();
+            runtime.join().unwrap();
+            task.drop_join_handle();
+            task.finish(false);
+        });
+    });
+}
+
+#[test]
+fn loom_queue_drain_races_shutdown_and_a_wake() {
+    // The first poll yields, so a held Notified is queued; the runtime shuts the task down
+    // and a waker fires while the queue's drain cancels the Notified it finds. The drain
+    // claims the task (the shutdown found it running), the future is dropped once, and no
+    // Notified is left.
+    model(THREE_THREAD_CAP, || {
+        with_task(false, |task| {
+            set_yields(task, 1);
+            task.state.ref_inc();
+            task.state.ref_inc();
+            task.run();
+            let runtime = spawn(task, |task| match task.state.transition_to_shutdown() {
+                TransitionToShutdown::Claimed => task.cancel(),
+                TransitionToShutdown::Busy => task.drop_ref(),
+            });
+            let waker = spawn(task, |task| task.wake_by_val());
+            task.shut_down_queued();
+            runtime.join().unwrap();
+            waker.join().unwrap();
+            task.shut_down_queued();
+            task.drop_join_handle();
+            assert_eq!(task.queued.load(Relaxed), 0, "a Notified left queued");
+            task.finish(false);
+        });
+    });
+}
+
+/// The task's first poll, on another thread, yields, and this thread takes the held
+/// Notified from the queue and completes the task. With `relaxed`, the poller queues it
+/// without a Release.
+fn held_notified_stolen(relaxed: bool) {
+    model(None, move || {
+        with_task(true, |task| {
+            set_yields(task, 1);
+            task.held_submit_relaxed.store(relaxed, Relaxed);
+            let poller = spawn(task, |task| task.run());
+            while !task.run_queued() {
+                thread::yield_now();
+            }
+            poller.join().unwrap();
+            task.drop_join_handle();
+            task.finish(false);
+        });
+    });
+}
+
+#[test]
+fn loom_held_notified_stolen_by_another_worker() {
+    // The thief's poll is ordered after the poller's by the queue alone, and sees the
+    // future as the poller left it.
+    held_notified_stolen(false);
+}
+
+#[test]
+#[should_panic]
+fn loom_held_notified_without_the_queues_release_is_caught() {
+    // The negative control of the model above: queued without a Release, the thief's poll
+    // is not ordered after the poller's, and loom reports their accesses to the future's
+    // cell as a race.
+    held_notified_stolen(true);
 }
