@@ -676,7 +676,10 @@ fn a_held_notified_cancelled_at_shutdown_drops_the_future_once() {
         TransitionToNotifiedByRef::DoNothing
     );
     // The held Notified's holder claims it, cancelled: it drops the future and completes.
-    assert_eq!(state.transition_to_running(), TransitionToRunning::Cancelled);
+    assert_eq!(
+        state.transition_to_running(),
+        TransitionToRunning::Cancelled
+    );
     let done = state.transition_to_complete(0);
     assert!(done.is_complete() && done.is_cancelled());
 }
