@@ -210,6 +210,15 @@ impl Task {
         }
     }
 
+    /// The runtime shuts the task down with its own reference (the live list's), as
+    /// `Registry::shutdown_tasks` does: drops the future in place if it claims the task.
+    fn shut_down_by_the_runtime(&self) {
+        match self.state.transition_to_shutdown() {
+            TransitionToShutdown::Claimed => self.cancel(),
+            TransitionToShutdown::Busy => self.drop_ref(),
+        }
+    }
+
     /// Runs a `Notified`, as a worker does.
     fn run(&self) {
         match self.state.transition_to_running() {
@@ -682,10 +691,7 @@ fn loom_shutdown_races_queued_notified() {
     model(None, || {
         with_task(false, |task| {
             task.state.ref_inc();
-            let runtime = spawn(task, |task| match task.state.transition_to_shutdown() {
-                TransitionToShutdown::Claimed => task.cancel(),
-                TransitionToShutdown::Busy => task.drop_ref(),
-            });
+            let runtime = spawn(task, |task| task.shut_down_by_the_runtime());
             task.run();
             runtime.join().unwrap();
             task.drop_join_handle();
@@ -706,10 +712,7 @@ fn loom_abort_races_shutdown() {
                 task.abort();
                 task.drop_join_handle();
             });
-            let runtime = spawn(task, |task| match task.state.transition_to_shutdown() {
-                TransitionToShutdown::Claimed => task.cancel(),
-                TransitionToShutdown::Busy => task.drop_ref(),
-            });
+            let runtime = spawn(task, |task| task.shut_down_by_the_runtime());
             task.run();
             aborter.join().unwrap();
             runtime.join().unwrap();
@@ -866,10 +869,7 @@ fn loom_held_notified_races_shutdown() {
             set_yields(task, 1);
             task.state.ref_inc();
             task.run();
-            let runtime = spawn(task, |task| match task.state.transition_to_shutdown() {
-                TransitionToShutdown::Claimed => task.cancel(),
-                TransitionToShutdown::Busy => task.drop_ref(),
-            });
+            let runtime = spawn(task, |task| task.shut_down_by_the_runtime());
             task.run_queued();
             runtime.join().unwrap();
             task.drop_join_handle();
@@ -890,10 +890,7 @@ fn loom_queue_drain_races_shutdown_and_a_wake() {
             task.state.ref_inc();
             task.state.ref_inc();
             task.run();
-            let runtime = spawn(task, |task| match task.state.transition_to_shutdown() {
-                TransitionToShutdown::Claimed => task.cancel(),
-                TransitionToShutdown::Busy => task.drop_ref(),
-            });
+            let runtime = spawn(task, |task| task.shut_down_by_the_runtime());
             let waker = spawn(task, |task| task.wake_by_val());
             task.shut_down_queued();
             runtime.join().unwrap();
