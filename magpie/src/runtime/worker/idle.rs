@@ -91,9 +91,22 @@ impl<'w> IdleLoop<'w> {
 
     /// Work was found: stop searching, and if we were the last searcher, wake another
     /// worker if work is left for it (R3).
+    ///
+    /// Called before every piece of work a worker runs; inline, so that the common case, a
+    /// busy worker that neither searched nor held the driver, is two stores and a test.
+    #[inline]
     pub(super) fn found_work(&mut self) {
         self.rounds = 0;
         self.worked = true;
+        if self.left_driver | self.searching {
+            self.found_work_after_idling();
+        }
+    }
+
+    /// The rest of [`IdleLoop::found_work`], for a worker that searched or held the driver.
+    #[cold]
+    #[inline(never)]
+    fn found_work_after_idling(&mut self) {
         if self.left_driver {
             // About to run work, so no longer a candidate for the role: no busy worker holds
             // the driver (sleep/README.md, "The driver role").
