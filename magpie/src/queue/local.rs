@@ -126,7 +126,9 @@ struct Inner<T> {
     head: CachePadded<AtomicU64>,
     /// One past the newest item; a `u32` (invariant 5). Written by the owner only.
     tail: CachePadded<AtomicUsize>,
-    slots: Box<[AtomicPtr<T>]>,
+    /// A fixed-size array, so that indexing with a masked index needs no bounds check (a
+    /// slice's costs a load of its length and a branch on every push and pop).
+    slots: Box<[AtomicPtr<T>; CAPACITY]>,
     /// The ring hands out `NonNull<T>`s: it is `Send` only when `T` is (see below).
     _items: PhantomData<NonNull<T>>,
 }
@@ -190,9 +192,12 @@ pub(crate) fn local_starting_at<T>(index: u32) -> (Local<T>, Steal<T>) {
 }
 
 fn starting_at<T>(index: u32) -> (Local<T>, Steal<T>) {
-    let slots = (0..CAPACITY)
+    let slots: Box<[AtomicPtr<T>]> = (0..CAPACITY)
         .map(|_| AtomicPtr::new(std::ptr::null_mut()))
         .collect();
+    let Ok(slots) = slots.try_into() else {
+        unreachable!("the ring is made of exactly CAPACITY slots")
+    };
     let inner = Arc::new(Inner {
         head: CachePadded::new(AtomicU64::new(pack(index, index))),
         tail: CachePadded::new(AtomicUsize::new(index as usize)),
