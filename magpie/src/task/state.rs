@@ -130,7 +130,7 @@
 //!
 //! A wake that lands after the load and before the poller's next RMW is not lost: the poller
 //! then goes idle with [`State::transition_to_idle`], which sees it and answers `OkNotified`.
-
+//!
 //! # Cancellation
 //!
 //! An abort from another thread ([`State::transition_to_cancelled`]) never drops the future
