@@ -142,25 +142,34 @@ impl Identity {
         Identity::with_id(Id::next(), origin, spawned_ns, insight)
     }
 
-    /// [`Identity::new`] with the id given (a worker's, from its own block).
+    /// [`Identity::new`] with the id given (a worker's, from its own block). Inline: on
+    /// every spawn without insight this is a test and a pointer; the box is out of line.
+    #[inline]
     pub(crate) fn with_id(id: Id, origin: Origin, spawned_ns: u64, insight: bool) -> Identity {
         let origin = if insight || origin.name.is_some() {
-            let boxed = Box::new(Insight {
-                location: origin.location,
-                name: origin.name,
-                spawned_ns,
-                activity: Activity::default(),
-            });
-            let ptr = Box::into_raw(boxed).cast::<()>();
-            // The tag: a `Box<Insight>` is 8-byte aligned, so bit 0 is clear before this
-            // (`wrapping_byte_add` keeps the pointer's provenance).
-            let tagged = ptr.wrapping_byte_add(1);
-            // SAFETY: a box's address plus one is not null.
-            OriginPtr(unsafe { NonNull::new_unchecked(tagged) })
+            Identity::insight_origin(origin, spawned_ns)
         } else {
             OriginPtr(NonNull::from(origin.location).cast())
         };
         Identity { id, origin }
+    }
+
+    /// The tagged pointer to a new [`Insight`] box, for [`Identity::with_id`].
+    #[cold]
+    #[inline(never)]
+    fn insight_origin(origin: Origin, spawned_ns: u64) -> OriginPtr {
+        let boxed = Box::new(Insight {
+            location: origin.location,
+            name: origin.name,
+            spawned_ns,
+            activity: Activity::default(),
+        });
+        let ptr = Box::into_raw(boxed).cast::<()>();
+        // The tag: a `Box<Insight>` is 8-byte aligned, so bit 0 is clear before this
+        // (`wrapping_byte_add` keeps the pointer's provenance).
+        let tagged = ptr.wrapping_byte_add(1);
+        // SAFETY: a box's address plus one is not null.
+        OriginPtr(unsafe { NonNull::new_unchecked(tagged) })
     }
 
     /// The task's [`Insight`], if it keeps one.
@@ -703,6 +712,7 @@ impl Trailer {
     ///
     /// The caller owns the slot (state 4: the handle while `JOIN_WAKER` is clear, the
     /// completer once it learns the handle is gone).
+    #[inline]
     pub(crate) unsafe fn set_waker(&self, waker: Option<Waker>) {
         // SAFETY: state 4, by the caller's contract: nobody else reads or writes the slot.
         self.waker.with_mut(|slot| unsafe { *slot = waker })
