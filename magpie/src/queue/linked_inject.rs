@@ -456,21 +456,25 @@ impl<T: Linked> LinkedInject<T> {
     }
 
     /// Takes up to `max` of the oldest nodes, oldest first, into `out`, under one lock.
-    /// Returns how many it took.
+    /// Returns how many it took. `out` gets them a run of the consumers' array at a time,
+    /// so that a ring can take a run with one store (`Local::push_back_batch`).
     pub(crate) fn pop_batch(&self, max: usize, out: &mut impl Extend<NonNull<T>>) -> usize {
         if max == 0 || self.is_empty() {
             return 0;
         }
         let mut synced = self.synced.lock();
         let mut taken = 0;
-        out.extend(std::iter::from_fn(|| {
-            if taken == max {
-                return None;
+        while taken < max {
+            if synced.list.is_empty() {
+                synced.refill(&self.shared);
+                if synced.list.is_empty() {
+                    break;
+                }
             }
-            let node = synced.take(&self.shared)?;
-            taken += 1;
-            Some(node)
-        }));
+            let n = (max - taken).min(synced.list.len());
+            out.extend(synced.list.drain(..n));
+            taken += n;
+        }
         if taken > 0 {
             self.uncount(taken);
         }

@@ -247,6 +247,40 @@ impl<T> Local<T> {
         self.tail.set(tail.wrapping_add(1));
     }
 
+    /// Appends the items of `items`, oldest first: as many as there are free slots with one
+    /// load of `head` and one store of `tail` for the lot (the inject queue's batches,
+    /// `pull_inject`), the rest, if any, one [`push_back`](Local::push_back) each, overflow
+    /// included.
+    pub(crate) fn push_back_batch<I>(&self, items: I, overflow: &impl Overflow<T>)
+    where
+        I: IntoIterator<Item = NonNull<T>>,
+    {
+        let inner = &*self.inner;
+        let mut items = items.into_iter();
+        let tail = self.tail.get();
+        // Acquire: as in `push_back` (the slots a thief has finished reading are read before
+        // we overwrite them, invariant 3).
+        let (steal, _) = unpack(inner.head.load(Acquire));
+        let free = CAP - tail.wrapping_sub(steal);
+        let mut end = tail;
+        while end.wrapping_sub(tail) < free {
+            let Some(item) = items.next() else { break };
+            // Relaxed: published by the Release store of `tail` below (invariant 4). The slot
+            // is free: `end - steal < CAP`.
+            inner.slot(end).store(item.as_ptr(), Relaxed);
+            end = end.wrapping_add(1);
+        }
+        if end != tail {
+            // Release: publishes the slots to thieves; pairs with the Acquire load of `tail`
+            // in `steal_into`, as in `push_back`.
+            inner.tail.store(end as usize, Release);
+            self.tail.set(end);
+        }
+        for item in items {
+            self.push_back(item, overflow);
+        }
+    }
+
     /// Claims the oldest half of a full ring and sends it and `item` to `overflow`. Returns
     /// false, sending nothing, if a thief moved `head` first.
     #[cold]

@@ -84,6 +84,35 @@ fn loom_steal_half_races_push() {
 }
 
 #[test]
+fn loom_steal_half_races_a_batch_push() {
+    // As `loom_steal_half_races_push`, with the items pushed as batches (`push_back_batch`,
+    // the inject queue's way into a ring): one store of `tail` publishes each batch, and a
+    // thief may claim part of the first while the second is written.
+    model(None, || {
+        let items = Items::new(4);
+        let inject = Inject::new();
+        let (local, steal) = local::local_starting_at(u32::MAX - 1);
+        let thief = spawn_thief(steal);
+
+        local.push_back_batch([items.get(0), items.get(1)], &inject);
+        local.push_back_batch([items.get(2), items.get(3)], &inject);
+
+        let stolen = thief.join().unwrap();
+        let mut indices: Vec<usize> = stolen.iter().map(|&a| items.index_of(a)).collect();
+        indices.sort_unstable();
+        assert_eq!(
+            indices,
+            (0..stolen.len()).collect::<Vec<_>>(),
+            "stole out of order"
+        );
+        assert!(inject.is_empty(), "overflowed a ring that was never full");
+        let mut taken = stolen;
+        drain(&local, &mut taken);
+        items.check(&taken, true);
+    });
+}
+
+#[test]
 fn loom_steal_half_races_pop() {
     // The owner pushes and pops while the thief runs: a thief that sees a pop's new `real`
     // must also see the pushes before it, or it would claim slots past `tail`. Indices start

@@ -92,6 +92,32 @@ fn full_ring_overflows_half_and_the_new_item_in_order() {
 }
 
 #[test]
+fn a_batch_fills_the_free_slots_and_overflows_the_rest_as_single_pushes_would() {
+    // Three items already queued, then a batch one longer than the room left: the batch
+    // fills the ring, and its last item overflows the oldest half, as `push_back` would.
+    let values: Vec<usize> = (0..CAPACITY + 1).collect();
+    let items = handles(&values);
+    let inject = Inject::new();
+    let (local, _steal) = local::local_starting_at(u32::MAX - 1);
+    for &item in &items[..3] {
+        local.push_back(item, &inject);
+    }
+    local.push_back_batch(items[3..].iter().copied(), &inject);
+    let expected: Vec<usize> = (0..HALF).chain([CAPACITY]).collect();
+    assert_eq!(drain_inject(&inject), expected);
+    assert_eq!(drain(&local), (HALF..CAPACITY).collect::<Vec<_>>());
+
+    // A batch that fits is queued whole, in order, after what was there.
+    let (local, _steal) = local::local();
+    local.push_back(items[0], &inject);
+    local.push_back_batch(items[1..4].iter().copied(), &inject);
+    local.push_back_batch(std::iter::empty(), &inject);
+    assert!(inject.is_empty());
+    assert_eq!(local.len(), 4);
+    assert_eq!(drain(&local), [0, 1, 2, 3]);
+}
+
+#[test]
 fn overflow_into_a_closed_inject_queue_frees_the_ring() {
     let values: Vec<usize> = (0..CAPACITY + 1).collect();
     let inject = Inject::new();
@@ -392,8 +418,13 @@ fn stress(thieves: usize, items: usize, burst: usize, start: u32) {
         let release_thieves = SetOnDrop(&done);
         let mut popped = 0;
         for (round, chunk) in taken.chunks(burst).enumerate() {
-            for slot in chunk {
-                local.push_back(NonNull::from(slot), &inject);
+            // Every third round pushes its burst as one batch (`pull_inject`'s way).
+            if round % 3 == 2 {
+                local.push_back_batch(chunk.iter().map(NonNull::from), &inject);
+            } else {
+                for slot in chunk {
+                    local.push_back(NonNull::from(slot), &inject);
+                }
             }
             // Every fourth round, give the thieves a chance to take half of what is queued.
             // This only shapes the load: the checks hold however much they take, and the

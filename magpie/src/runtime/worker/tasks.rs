@@ -454,8 +454,6 @@ impl Overflow<Header> for IntoRing<'_> {
 
 impl Extend<NonNull<Header>> for IntoRing<'_> {
     fn extend<I: IntoIterator<Item = NonNull<Header>>>(&mut self, items: I) {
-        for ptr in items {
-            self.worker.ring.push_back(ptr, &*self);
-        }
+        self.worker.ring.push_back_batch(items, &*self);
     }
 }
