@@ -40,7 +40,8 @@
 //! time between two tasks of a compare-shaped probe, 5 to 8 % less; no change beyond the
 //! noise in the async rows: BENCHMARKS.md, "2026-12-02, fourth"); the line transfers it
 //! saves grow with the number of workers pulling. The array keeps at most
-//! [`KEEP_CAPACITY`] slots while empty.
+//! [`KEEP_CAPACITY`] slots while empty. A batch leaves it a run at a time (`pop_batch`
+//! extends its sink with a `Drain`), so a ring takes the run with one store of its tail.
 //!
 //! Alternatives considered: Vyukov's intrusive MPSC queue (1024cores.net, "Intrusive MPSC
 //! node-based queue"; one `swap` per push, wait-free)

@@ -432,7 +432,8 @@ impl WorkerThread {
     }
 }
 
-/// Lets `Inject::pop_batch` move tasks straight into the ring.
+/// Lets `LinkedInject::pop_batch` move tasks straight into the ring, a run at a time
+/// (`Local::push_back_batch`).
 ///
 /// `pop_batch` calls `extend` with the inject queue's lock held, so nothing here may push to
 /// the inject queue: a ring overflow would, and would deadlock on that lock. The batch is
