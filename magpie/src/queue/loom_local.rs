@@ -52,6 +52,29 @@ fn spawn_thief(steal: Steal<usize>) -> thread::JoinHandle<Vec<usize>> {
     })
 }
 
+/// The checks of a thief racing the owner's pushes into a ring that never fills: the thief
+/// claims from the head, so whatever it got is a prefix of push order; nothing overflowed;
+/// with the owner's drain, every item is taken exactly once.
+fn check_steal_of_pushes(
+    items: &Items,
+    thief: thread::JoinHandle<Vec<usize>>,
+    inject: &Inject<NonNull<usize>>,
+    local: &Local<usize>,
+) {
+    let stolen = thief.join().unwrap();
+    let mut indices: Vec<usize> = stolen.iter().map(|&a| items.index_of(a)).collect();
+    indices.sort_unstable();
+    assert_eq!(
+        indices,
+        (0..stolen.len()).collect::<Vec<_>>(),
+        "stole out of order"
+    );
+    assert!(inject.is_empty(), "overflowed a ring that was never full");
+    let mut taken = stolen;
+    drain(local, &mut taken);
+    items.check(&taken, true);
+}
+
 #[test]
 fn loom_steal_half_races_push() {
     // Every item is pushed while the thief runs, so whatever it claims was published only by
@@ -67,19 +90,7 @@ fn loom_steal_half_races_push() {
             local.push_back(items.get(i), &inject);
         }
 
-        let stolen = thief.join().unwrap();
-        // The thief claims from the head: whatever it got is a prefix of push order.
-        let mut indices: Vec<usize> = stolen.iter().map(|&a| items.index_of(a)).collect();
-        indices.sort_unstable();
-        assert_eq!(
-            indices,
-            (0..stolen.len()).collect::<Vec<_>>(),
-            "stole out of order"
-        );
-        assert!(inject.is_empty(), "overflowed a ring that was never full");
-        let mut taken = stolen;
-        drain(&local, &mut taken);
-        items.check(&taken, true);
+        check_steal_of_pushes(&items, thief, &inject, &local);
     });
 }
 
@@ -97,18 +108,7 @@ fn loom_steal_half_races_a_batch_push() {
         local.push_back_batch([items.get(0), items.get(1)], &inject);
         local.push_back_batch([items.get(2), items.get(3)], &inject);
 
-        let stolen = thief.join().unwrap();
-        let mut indices: Vec<usize> = stolen.iter().map(|&a| items.index_of(a)).collect();
-        indices.sort_unstable();
-        assert_eq!(
-            indices,
-            (0..stolen.len()).collect::<Vec<_>>(),
-            "stole out of order"
-        );
-        assert!(inject.is_empty(), "overflowed a ring that was never full");
-        let mut taken = stolen;
-        drain(&local, &mut taken);
-        items.check(&taken, true);
+        check_steal_of_pushes(&items, thief, &inject, &local);
     });
 }
 

@@ -629,17 +629,23 @@ fn abort_idle_task_lets_a_worker_drop_the_future() {
     assert!(state.ref_dec());
 }
 
-#[test]
-fn lifecycle_woken_while_running_keeps_running_until_the_next_poll() {
-    let state = State::new();
+/// Runs a new task's first poll up to the moment it wakes itself (`yield_now`): the
+/// poller still holds RUNNING, NOTIFIED is set, and the state says so.
+fn run_and_wake_itself(state: &State) {
     assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
-    // The poll wakes its own task (`yield_now`) and returns Pending: the poller keeps
-    // RUNNING and its reference becomes the held Notified's, with no RMW.
     assert_eq!(
         state.transition_to_notified_by_ref(),
         TransitionToNotifiedByRef::DoNothing
     );
     assert!(state.woken_while_running());
+}
+
+#[test]
+fn lifecycle_woken_while_running_keeps_running_until_the_next_poll() {
+    let state = State::new();
+    // The poll wakes its own task (`yield_now`) and returns Pending: the poller keeps
+    // RUNNING and its reference becomes the held Notified's, with no RMW.
+    run_and_wake_itself(&state);
     // Queued: a wake submits nothing, a shutdown leaves the future to the holder.
     assert_eq!(
         state.transition_to_notified_by_ref(),
@@ -661,12 +667,7 @@ fn lifecycle_woken_while_running_keeps_running_until_the_next_poll() {
 fn a_held_notified_cancelled_at_shutdown_drops_the_future_once() {
     let state = State::new();
     state.ref_inc(); // The runtime's list.
-    assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
-    assert_eq!(
-        state.transition_to_notified_by_ref(),
-        TransitionToNotifiedByRef::DoNothing
-    );
-    assert!(state.woken_while_running());
+    run_and_wake_itself(&state);
     // The runtime shuts the task down while its held Notified is queued: busy.
     assert_eq!(state.transition_to_shutdown(), TransitionToShutdown::Busy);
     assert!(!state.ref_dec(), "the list's");
