@@ -267,6 +267,36 @@ fn submit_batch_starts_the_first_closures_before_the_batch_is_built() {
     assert_eq!(results, (0..2000).collect::<Vec<_>>());
 }
 
+/// An iterator whose lower bound promises more closures than it yields. A size hint is only
+/// a hint: the batch sizes its blocks of task cells by it and gives back what it did not use.
+struct Overpromises(std::ops::Range<u64>);
+
+impl Iterator for Overpromises {
+    type Item = u64;
+    fn next(&mut self) -> Option<u64> {
+        self.0.next()
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (1000, None)
+    }
+}
+
+#[test]
+fn submit_batch_survives_a_size_hint_that_overpromises_and_a_handle_kept_past_the_rest() {
+    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    let mut handles = rt.submit_batch(Overpromises(0..5).map(|i| move || i * 7));
+    // One handle outlives the others and the runtime's idle point: its task's block stays
+    // until it goes, and its output is still there.
+    let kept = handles.pop().unwrap();
+    let outputs: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(outputs, [0, 7, 14, 21]);
+    rt.wait_idle();
+    let more = rt.submit_batch((0..200u64).map(|i| move || i));
+    assert_eq!(more.into_iter().map(|h| h.join().unwrap()).sum::<u64>(), 19_900);
+    assert_eq!(kept.join().unwrap(), 28);
+    assert_eq!(rt.stats().tasks_alive, 0);
+}
+
 #[test]
 fn submit_batch_runs_the_closures_built_before_its_iterator_panics() {
     // The iterator panics after 37 closures: each was queued as it was built, so all 37

@@ -18,7 +18,8 @@ use crate::stats::{add_always, bump, bump_completed, WorkerCounters};
 use crate::sync::atomic::*;
 use crate::sync::thread::thread_local;
 use crate::sync::{AtomicBool, AtomicUsize, StatAtomicU64 as AtomicU64};
-use crate::task::notified::{new_task, Notified, Schedule};
+use crate::task::block::Batch;
+use crate::task::notified::{new_task_in, Notified, Schedule};
 use crate::task::owned::OwnedTasks;
 use crate::task::raw::{Header, Identity, Origin, RawTask};
 use crate::task::{Id, JoinHandle};
@@ -513,7 +514,7 @@ impl Registry {
     {
         // One look at the thread-local for both the count and the queue.
         self.with_own_worker(|worker| {
-            let (task, handle) = self.new_bound_task(future, worker, origin);
+            let (task, handle) = self.new_bound_task(future, worker, origin, None);
             if let Some(task) = task {
                 match worker {
                     Some(worker) => worker.schedule_local(task, false),
@@ -548,14 +549,21 @@ impl Registry {
         F::Output: Send + 'static,
     {
         self.with_own_worker(|worker| {
-            let futures = futures.into_iter();
+            let mut futures = futures.into_iter();
             let mut handles = Vec::with_capacity(futures.size_hint().0);
-            for (i, future) in futures.enumerate() {
+            // The batch's cells share blocks (`task/block.rs`), one allocation for up to 64
+            // of them; the unused rest of the last block is given back when this drops.
+            let mut cells = Batch::new();
+            let mut i = 0;
+            while let Some(future) = futures.next() {
                 let origin = Origin {
                     location,
                     name: None,
                 };
-                let (task, handle) = self.new_bound_task(future, worker, origin);
+                // This task and the ones the iterator still promises.
+                let hint = futures.size_hint().0.saturating_add(1);
+                let batch = cells.as_mut().map(|cells| (cells, hint));
+                let (task, handle) = self.new_bound_task(future, worker, origin, batch);
                 handles.push(handle);
                 if let Some(task) = task {
                     // Not counted as a remote schedule: a batch's tasks count as spawns
@@ -565,6 +573,7 @@ impl Registry {
                     // one after another (`Sleep::notify_batch_task`).
                     self.sleep.notify_batch_task(i);
                 }
+                i += 1;
             }
             handles
         })
@@ -622,7 +631,7 @@ impl Registry {
         F::Output: Send + 'static,
     {
         let (task, handle) =
-            self.with_own_worker(|spawner| self.new_bound_task(future, spawner, origin));
+            self.with_own_worker(|spawner| self.new_bound_task(future, spawner, origin, None));
         let Some(task) = task else {
             return handle;
         };
@@ -648,14 +657,16 @@ impl Registry {
         handle
     }
 
-    /// Makes a task of `future`, calls the spawn hook, and links the task into the live-task
-    /// list. The `Notified` is `None` when the runtime is shutting down: the future has then
-    /// been dropped here and the handle resolves to cancelled.
+    /// Makes a task of `future` (in `batch`'s block, if given), calls the spawn hook, and
+    /// links the task into the live-task list. The `Notified` is `None` when the runtime is
+    /// shutting down: the future has then been dropped here and the handle resolves to
+    /// cancelled.
     fn new_bound_task<F>(
         self: &Arc<Registry>,
         future: F,
         spawner: Option<&WorkerThread>,
         origin: Origin,
+        batch: Option<(&mut Batch<F, Arc<Registry>>, usize)>,
     ) -> (Option<Task>, JoinHandle<F::Output>)
     where
         F: std::future::Future + Send + 'static,
@@ -685,7 +696,7 @@ impl Registry {
             Some(worker) => worker.registry_ref(),
             None => self.clone(),
         };
-        let (task, handle) = new_task(future, scheduler, identity);
+        let (task, handle) = new_task_in(future, scheduler, identity, batch);
         if self.task_hooks_set {
             if self.owned.is_closed() {
                 // Refused before any hook ran: the runtime shuts its tasks down. Neither

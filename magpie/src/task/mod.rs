@@ -9,6 +9,7 @@
 //! scheduler's handle `Notified` and the `Schedule` trait (`notified`), the runtime's list of
 //! live tasks (`owned`) and the cooperative budget (`coop`).
 
+pub(crate) mod block;
 mod builder;
 pub(crate) mod closure;
 pub(crate) mod coop;

@@ -8,6 +8,7 @@ use std::marker::PhantomData;
 use super::join::JoinHandle;
 use std::ptr::NonNull;
 
+use super::block::Batch;
 use super::harness::Poller;
 use super::raw::{Header, Identity, RawTask};
 use crate::sync::StatAtomicU64;
@@ -171,7 +172,23 @@ where
     F::Output: Send + 'static,
     S: Schedule,
 {
-    let raw = RawTask::new(future, scheduler, identity);
+    new_task_in(future, scheduler, identity, None)
+}
+
+/// [`new_task`], with the cell placed in `batch`'s block when one is given (`block.rs`;
+/// `hint` as in `Batch::place`).
+pub(crate) fn new_task_in<F, S>(
+    future: F,
+    scheduler: S,
+    identity: Identity,
+    batch: Option<(&mut Batch<F, S>, usize)>,
+) -> (Notified<S>, JoinHandle<F::Output>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    let raw = RawTask::new(future, scheduler, identity, batch);
     // SAFETY: a new task holds two references and NOTIFIED (`INITIAL_STATE`): one reference
     // and NOTIFIED are the Notified's; its scheduler type is `S`.
     let notified = unsafe { Notified::from_raw(raw) };

@@ -1,6 +1,8 @@
 //! The task allocation and its one type-erased pointer, [`RawTask`].
 //!
-//! A task is one heap block, a `#[repr(C)]` [`Cell<F, S>`]:
+//! A task is one heap cell, a `#[repr(C)]` [`Cell<F, S>`], boxed on its own or, for the
+//! tasks of one batch (`Runtime::submit_batch`), placed in a block shared with up to 63
+//! others (`block.rs`):
 //!
 //! * [`Header`]: the state word (`state.rs`), the vtable, the link for intrusive run queues,
 //!   the links of the live-task list and the task's [`Identity`]. It comes first, so a pointer to the header is a pointer to the cell,
@@ -20,8 +22,10 @@
 //! These add to the numbered invariants of `state.rs` (cited there as "state 1" and so on).
 //!
 //! 1. A [`RawTask`] points to the `Header` at offset 0 of a live `Cell<F, S>` allocated by
-//!    [`RawTask::new`] with a `Box`, and that header's `vtable` is `vtable::<F, S>()` for the
-//!    same `F` and `S`; the vtable functions cast back only to that type.
+//!    [`RawTask::new`], and that header's `vtable` is `vtable::<F, S>()` for the same `F` and
+//!    `S` if the cell is a `Box`, `block_vtable::<F, S>()` if it was placed in a batch's
+//!    block; the two differ only in `dealloc`, and the vtable functions cast back only to
+//!    that type.
 //! 2. Every method that dereferences a [`RawTask`] needs its caller to hold one of the task's
 //!    references (state 5) for the whole call; a method that consumes the reference says so,
 //!    and the caller must not touch the task afterwards.
@@ -46,6 +50,7 @@ use std::pin::Pin;
 use std::ptr::{self, NonNull};
 use std::task::{Context, Poll, Waker};
 
+use super::block::{self, Batch, BlockHeader};
 use super::error::JoinError;
 use super::harness::{Harness, Poller};
 use super::id::Id;
@@ -349,7 +354,7 @@ pub(crate) struct Vtable {
     pub(crate) shutdown_notified: unsafe fn(NonNull<Header>),
 }
 
-/// The vtable of `Cell<F, S>`, one static per type pair.
+/// The vtable of a boxed `Cell<F, S>`, one static per type pair.
 fn vtable<F, S>() -> &'static Vtable
 where
     F: Future + Send + 'static,
@@ -367,6 +372,25 @@ where
     }
 }
 
+/// The vtable of a `Cell<F, S>` placed in a batch's block (`block.rs`): the same but for
+/// `dealloc`, which gives the cell's slot back instead of freeing a box.
+fn block_vtable<F, S>() -> &'static Vtable
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    &Vtable {
+        poll: poll::<F, S>,
+        schedule: schedule::<F, S>,
+        dealloc: dealloc_in_block::<F, S>,
+        try_read_output: try_read_output::<F, S>,
+        drop_join_handle_slow: drop_join_handle_slow::<F, S>,
+        shutdown: shutdown::<F, S>,
+        shutdown_notified: shutdown_notified::<F, S>,
+    }
+}
+
 /// A type-erased pointer to a task: `Copy`, and no right by itself. What a holder may do with
 /// it depends on the references and bits it holds (the typed handles encode those).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -376,17 +400,23 @@ pub(crate) struct RawTask {
 
 impl RawTask {
     /// Allocates a task in the state `INITIAL_STATE` (two references, `NOTIFIED`,
-    /// `JOIN_INTEREST`), holding `future`.
-    pub(crate) fn new<F, S>(future: F, scheduler: S, identity: Identity) -> RawTask
+    /// `JOIN_INTEREST`), holding `future`: in a box of its own, or, given a batch, in the
+    /// batch's block (`block.rs`; `hint` as in `Batch::place`).
+    pub(crate) fn new<F, S>(
+        future: F,
+        scheduler: S,
+        identity: Identity,
+        batch: Option<(&mut Batch<F, S>, usize)>,
+    ) -> RawTask
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
         S: Schedule,
     {
-        let cell = Box::new(Cell {
+        let cell = |vtable| Cell {
             header: Header {
                 state: State::new(),
-                vtable: vtable::<F, S>(),
+                vtable,
                 queue_next: UnsafeCell::new(ptr::null_mut()),
                 owned: UnsafeCell::new(OwnedLink::default()),
                 identity,
@@ -398,11 +428,14 @@ impl RawTask {
             trailer: Trailer {
                 waker: UnsafeCell::new(None),
             },
-        });
+        };
+        let cell = match batch {
+            Some((batch, hint)) => batch.place(hint, cell(block_vtable::<F, S>())),
+            None => NonNull::from(Box::leak(Box::new(cell(vtable::<F, S>())))),
+        };
         #[cfg(all(any(test, debug_assertions), not(loom)))]
         LIVE_TASKS.fetch_add(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.
-        let ptr = NonNull::from(Box::leak(cell)).cast::<Header>();
-        RawTask { ptr }
+        RawTask { ptr: cell.cast() }
     }
 
     /// The pointer a `RawWaker` carries.
@@ -784,16 +817,72 @@ where
 
 /// # Safety
 ///
-/// As [`RawTask::dealloc`].
+/// As [`RawTask::dealloc`], for a boxed cell.
 unsafe fn dealloc<F, S>(ptr: NonNull<Header>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: Schedule,
 {
-    // SAFETY: invariant 1: the cell came from `Box::leak` in `RawTask::new`; invariant 4:
-    // the last reference is gone, so nothing else can reach it.
+    // SAFETY: invariant 1: the cell came from `Box::leak` in `RawTask::new` (this vtable is a
+    // boxed cell's); invariant 4: the last reference is gone, so nothing else can reach it.
     let mut cell = unsafe { Box::from_raw(ptr.cast::<Cell<F, S>>().as_ptr()) };
+    // SAFETY: this thread owns the whole cell (as above).
+    let scheduler = unsafe { empty_cell(&mut cell) };
+    drop(cell);
+    scheduler.recycle();
+    #[cfg(all(any(test, debug_assertions), not(loom)))]
+    LIVE_TASKS.fetch_sub(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.
+}
+
+/// # Safety
+///
+/// As [`RawTask::dealloc`], for a cell placed in a batch's block.
+unsafe fn dealloc_in_block<F, S>(ptr: NonNull<Header>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    /// Gives the slot back once the cell is dropped, also if its drop panics (as a box
+    /// frees its memory when its contents' drop unwinds).
+    struct GiveBack(NonNull<BlockHeader>);
+    impl Drop for GiveBack {
+        fn drop(&mut self) {
+            // SAFETY: the cell was dropped in place before this guard (it is declared
+            // before the drop and outlives it), and its slot is given back once, here
+            // (block.rs invariants 1 and 2).
+            unsafe { block::release(self.0, 1) }
+        }
+    }
+    let cell = ptr.cast::<Cell<F, S>>();
+    // SAFETY: invariant 1: this vtable is a block's, so `RawTask::new` placed the cell with
+    // `Batch::place`; invariant 4: it is not freed yet, and only this thread reaches it.
+    let give_back = GiveBack(unsafe { block::block_of(cell) });
+    // SAFETY: this thread owns the whole cell (as above).
+    let scheduler = unsafe { empty_cell(&mut *cell.as_ptr()) };
+    // SAFETY: the cell is live and ours, and is dropped once, here; its memory is the
+    // block's, given back by `give_back` right after (on unwind too).
+    unsafe { ptr::drop_in_place(cell.as_ptr()) };
+    drop(give_back);
+    scheduler.recycle();
+    #[cfg(all(any(test, debug_assertions), not(loom)))]
+    LIVE_TASKS.fetch_sub(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.
+}
+
+/// What a cell's free does before the cell's own drop: drops what the stage still holds
+/// and takes the scheduler out, for [`Schedule::recycle`] after the free.
+///
+/// # Safety
+///
+/// The caller owns the whole cell (invariant 4) and drops it right after, without reading
+/// the scheduler again.
+unsafe fn empty_cell<F, S>(cell: &mut Cell<F, S>) -> S
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
     // The stage may still hold a future or an unread output, user code whose destructor may
     // panic. Nobody waits for this task any more (no handle, no reference): drop the payload.
     // SAFETY: invariant 4: this thread owns the whole cell.
@@ -802,12 +891,8 @@ where
     }
     // SAFETY: taken once, here, just before the cell (whose field it is) is dropped; a
     // panic from the rest of the cell (the join waker's destructor) unwinds through the
-    // local, which drops it.
-    let scheduler = unsafe { ManuallyDrop::take(&mut cell.core.scheduler) };
-    drop(cell);
-    scheduler.recycle();
-    #[cfg(all(any(test, debug_assertions), not(loom)))]
-    LIVE_TASKS.fetch_sub(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.
+    // caller's local, which drops it.
+    unsafe { ManuallyDrop::take(&mut cell.core.scheduler) }
 }
 
 /// # Safety

@@ -12,9 +12,10 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::block::{Batch, LIVE_BLOCKS, MAX_SLOTS};
 use super::error::JoinError;
 use super::join::JoinHandle;
-use super::notified::{new_task, Notified, Schedule};
+use super::notified::{new_task, new_task_in, Notified, Schedule};
 use super::raw::LIVE_TASKS;
 use super::raw::{Identity, Origin};
 use crate::sync::atomic::*;
@@ -28,6 +29,12 @@ fn serial() -> MutexGuard<'static, ()> {
 
 fn live_tasks() -> usize {
     LIVE_TASKS.load(SeqCst)
+}
+
+/// Blocks of batch cells alive (`block.rs`). Only this module's tests make blocks in the
+/// library's test binary, and they hold [`serial`].
+fn live_blocks() -> usize {
+    LIVE_BLOCKS.load(SeqCst)
 }
 
 type Queue = Arc<Mutex<VecDeque<Notified<TestSched>>>>;
@@ -70,6 +77,36 @@ impl Runtime {
         let (notified, handle) = new_task(future, sched, Identity::new(Origin::caller(), 0, false));
         lock(&self.queue).push_back(notified);
         handle
+    }
+
+    /// Spawns `futures` as one batch, as `Runtime::submit_batch` does: their cells share
+    /// blocks (`block.rs`), each sized for the tasks still to come if `known_length`, else
+    /// growing from 4.
+    fn spawn_batch<F>(&self, futures: Vec<F>, known_length: bool) -> Vec<JoinHandle<F::Output>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let mut cells = Batch::new().expect("small cells go in blocks");
+        let mut left = futures.len();
+        let handles = futures
+            .into_iter()
+            .map(|future| {
+                let sched = TestSched {
+                    queue: self.queue.clone(),
+                    freed: self.freed.clone(),
+                };
+                let hint = if known_length { left } else { 0 };
+                left -= 1;
+                let identity = Identity::new(Origin::caller(), 0, false);
+                let (notified, handle) =
+                    new_task_in(future, sched, identity, Some((&mut cells, hint)));
+                lock(&self.queue).push_back(notified);
+                handle
+            })
+            .collect();
+        drop(cells);
+        handles
     }
 
     fn pop(&self) -> Option<Notified<TestSched>> {
@@ -887,4 +924,117 @@ fn try_id_follows_nested_runs_off_the_workers() {
     assert_eq!(before, Some(outer_id));
     assert_eq!(seen_inside, Some(inner_id));
     assert_eq!(after, Some(outer_id));
+}
+
+// ---- Batch cells in shared blocks (`block.rs`) ----
+
+#[test]
+fn batch_cells_share_a_block_that_their_last_cell_frees() {
+    let _serial = serial();
+    let rt = Runtime::default();
+    let mut handles = rt.spawn_batch((0..10u32).map(|i| async move { i * 3 }).collect(), true);
+    assert_eq!(live_blocks(), 1, "ten small cells, one block");
+    assert_eq!(live_tasks(), 10);
+    assert_eq!(rt.run_until_idle(), 10);
+    // Every task but one is read and freed; the one left keeps the block.
+    let kept = handles.remove(4);
+    let outputs: Vec<u32> = handles.into_iter().map(|h| block_on(h).unwrap()).collect();
+    assert_eq!(outputs, [0, 3, 6, 9, 15, 18, 21, 24, 27]);
+    assert_eq!(rt.freed(), 9);
+    assert_eq!(live_blocks(), 1, "one cell is left in the block");
+    assert_eq!(block_on(kept).unwrap(), 12);
+    assert_eq!(live_blocks(), 0, "its last cell freed the block");
+    assert_eq!((rt.freed(), live_tasks()), (10, 0));
+}
+
+#[test]
+fn a_batch_of_unknown_length_grows_its_blocks_and_gives_back_unused_slots() {
+    let _serial = serial();
+    let rt = Runtime::default();
+    // Blocks of 4, then 8 slots: five tasks take two blocks; the second block's seven unused
+    // slots are given back as the batch ends, and its one cell still holds it.
+    let handles = rt.spawn_batch((0..5u32).map(|i| async move { i }).collect(), false);
+    assert_eq!(live_blocks(), 2);
+    assert_eq!(rt.run_until_idle(), 5);
+    let total: u32 = handles.into_iter().map(|h| block_on(h).unwrap()).sum();
+    assert_eq!(total, 10);
+    assert_eq!((live_blocks(), live_tasks(), rt.freed()), (0, 0, 5));
+}
+
+#[test]
+fn a_long_batch_fills_whole_blocks() {
+    let _serial = serial();
+    let rt = Runtime::default();
+    let n = MAX_SLOTS * 2 + 1;
+    let handles = rt.spawn_batch((0..n).map(|i| async move { i }).collect(), true);
+    assert_eq!(
+        live_blocks(),
+        3,
+        "two full blocks and one for the last task"
+    );
+    // Dropped unread, then run: each completer drops its output and frees its cell.
+    drop(handles);
+    assert_eq!(rt.run_until_idle(), n);
+    assert_eq!((live_blocks(), live_tasks(), rt.freed()), (0, 0, n));
+}
+
+#[test]
+fn batch_cells_cancelled_or_panicking_give_their_slots_back() {
+    let _serial = serial();
+    let rt = Runtime::default();
+    let drops = DropCount::default();
+    let polls = Arc::new(AtomicUsize::new(0));
+    let poll_of = |n: u32| {
+        move |_: &mut Context<'_>| match n {
+            0 => Poll::Pending,
+            1 => resume_unwind(Box::new("the future's poll panics")),
+            _ => Poll::Ready(n),
+        }
+    };
+    let futures = (0..3).map(|n| future(&drops, &polls, poll_of(n))).collect();
+    let handles = rt.spawn_batch(futures, true);
+    assert_eq!(live_blocks(), 1);
+    // The pending one is aborted before it runs: its runner cancels it.
+    handles[0].abort();
+    assert_eq!(rt.run_until_idle(), 3);
+    let results: Vec<_> = handles.into_iter().map(block_on).collect();
+    assert!(results[0].as_ref().unwrap_err().is_cancelled());
+    assert!(results[1].as_ref().unwrap_err().is_panic());
+    assert_eq!(*results[2].as_ref().unwrap(), 2);
+    assert_eq!(drops.get(), 3, "every future dropped once");
+    drop(results);
+    assert_eq!((live_blocks(), live_tasks(), rt.freed()), (0, 0, 3));
+}
+
+#[test]
+fn batch_cells_shut_down_unrun_give_their_slots_back() {
+    let _serial = serial();
+    let rt = Runtime::default();
+    let drops = DropCount::default();
+    let polls = Arc::new(AtomicUsize::new(0));
+    let futures = (0..6)
+        .map(|_| future(&drops, &polls, |_: &mut Context<'_>| Poll::<u32>::Pending))
+        .collect();
+    let handles = rt.spawn_batch(futures, true);
+    drop(handles);
+    // The runtime shuts its queued tasks down: each is cancelled in place and freed.
+    while let Some(task) = rt.pop() {
+        task.shutdown();
+    }
+    assert_eq!(polls.load(SeqCst), 0);
+    assert_eq!(drops.get(), 6);
+    assert_eq!((live_blocks(), live_tasks(), rt.freed()), (0, 0, 6));
+}
+
+#[test]
+fn a_cell_too_large_for_blocks_is_boxed() {
+    // Fewer than two fit in a block: `Batch::new` declines, and `submit_batch` boxes each.
+    let bytes = [0u8; 8 * 1024];
+    let large = async move { bytes[0] };
+    fn batch_for<F: Future>(_: &F) -> Option<Batch<F, TestSched>> {
+        Batch::new()
+    }
+    assert!(batch_for(&large).is_none());
+    let small = async { 1u8 };
+    assert!(batch_for(&small).is_some());
 }

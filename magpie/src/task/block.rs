@@ -1,0 +1,231 @@
+//! The cells of one batch of tasks, allocated together ([`Runtime::submit_batch`]).
+//!
+//! # Why
+//!
+//! A task is one heap cell (`raw.rs`), and a batch of closures from outside the pool makes
+//! its cells on the submitting thread while the workers free them on theirs. That is the
+//! pattern glibc's allocator serves worst: every cell comes back to the submitting thread's
+//! arena from another thread, and the batch's own `Vec` of handles, a large request, makes
+//! glibc first merge every small chunk freed since. callgrind, 300,000 empty closures by
+//! `submit_batch` into one worker: 245 of the submitter's 529 instructions a task were
+//! glibc's `malloc`, and 114 of the worker's 560 its `free` (BENCHMARKS.md, "2026-12-03").
+//! So a batch places its cells in blocks of up to [`MAX_SLOTS`], one allocation each; a
+//! cell gives its slot back when it is freed, and the last slot given back frees the block.
+//!
+//! The cost: a block lives until its last cell is freed, so one task kept alive (its
+//! `JoinHandle` held, its future pending) keeps its block's [`BLOCK_BYTES`] allocated. Cells
+//! larger than half a block are not worth it and are boxed one by one, as every other task.
+//! Blocks are only for batches; a single spawn keeps its box.
+//!
+//! # Layout
+//!
+//! A block is a [`BlockHeader`] followed by `capacity` [`Slot`]s. A slot is a pointer back
+//! to the header, then the task's `Cell<F, S>`, so the cell's `dealloc` (the vtable of
+//! `raw::block_vtable`) finds its block at a fixed offset before the cell and nothing is
+//! added to the cell itself. Slots are aligned to cache lines: a closure's cell (104 bytes
+//! on x86-64) takes a slot of two lines, 64 to a block of 8 KiB.
+//!
+//! # Invariants
+//!
+//! 1. `remaining` counts the block's slots not yet given back. Each slot is given back once:
+//!    by the `dealloc` of the cell placed in it (raw.rs invariant 4: once per cell), or, for
+//!    a slot the batch never used, by the batch when it lets the block go.
+//! 2. A cell's slot is given back only after the cell has been dropped in place; whoever
+//!    takes `remaining` to zero frees the block, so nothing reads a block after its free.
+//! 3. A slot is written once, with the whole cell, and the cell never moves (its future is
+//!    pinned, raw.rs invariant 5).
+//!
+//! [`Runtime::submit_batch`]: crate::Runtime::submit_batch
+
+use std::alloc::{self, Layout};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::mem;
+use std::ptr::{self, NonNull};
+
+use super::raw::Cell;
+use crate::sync::atomic::{fence, Acquire, Release};
+use crate::sync::AtomicUsize;
+
+/// A block's size we aim for: the slots that fit, at most [`MAX_SLOTS`].
+pub(crate) const BLOCK_BYTES: usize = 8 * 1024;
+
+/// The most slots in a block: a block outlives all but its last task, so this bounds how
+/// many finished cells one long-lived task keeps allocated.
+pub(crate) const MAX_SLOTS: usize = 64;
+
+/// The first block of a batch whose length is not known (its iterator's lower bound is 0);
+/// each further block doubles, up to the slots that fit.
+const FIRST_UNKNOWN: usize = 4;
+
+/// How many live blocks there are, for tests (as `raw::LIVE_TASKS`).
+#[cfg(all(any(test, debug_assertions), not(loom)))]
+pub(crate) static LIVE_BLOCKS: crate::sync::StaticAtomicUsize =
+    crate::sync::StaticAtomicUsize::new(0);
+
+/// The start of a block.
+pub(crate) struct BlockHeader {
+    /// Slots not yet given back (invariant 1).
+    remaining: AtomicUsize,
+    /// The block's whole allocation, for its free.
+    layout: Layout,
+}
+
+/// One slot of a block: where its block starts, then a task's cell. Slots start on cache
+/// lines, so no two tasks of a block share one (for a cell of up to 56 bytes past its
+/// header, as a closure's, the whole header shares its line only with the block pointer);
+/// tokio aligns its task cells to 128 bytes on x86-64 for the same reason.
+#[repr(C, align(64))]
+pub(crate) struct Slot<F: Future, S> {
+    block: NonNull<BlockHeader>,
+    cell: Cell<F, S>,
+}
+
+/// The cells a batch has placed so far, in its current block. Dropped when the batch ends,
+/// which gives back the slots it did not use.
+pub(crate) struct Batch<F: Future, S> {
+    /// The current block, if any.
+    block: Option<NonNull<BlockHeader>>,
+    /// Its first slot.
+    slots: *mut Slot<F, S>,
+    /// Its slots, used and not.
+    capacity: usize,
+    /// How many of them hold a cell.
+    used: usize,
+    /// The size of the next block of a batch of unknown length.
+    grow: usize,
+    _cells: PhantomData<Cell<F, S>>,
+}
+
+impl<F: Future, S> Batch<F, S> {
+    /// How many slots a full block has.
+    const PER_BLOCK: usize = {
+        let fit = BLOCK_BYTES / mem::size_of::<Slot<F, S>>();
+        if fit < MAX_SLOTS {
+            fit
+        } else {
+            MAX_SLOTS
+        }
+    };
+
+    /// A batch that places its cells in blocks, or `None` if `Cell<F, S>` is too large for
+    /// blocks to pay (fewer than two fit): its cells are then boxed one by one.
+    pub(crate) fn new() -> Option<Batch<F, S>> {
+        (Self::PER_BLOCK >= 2).then_some(Batch {
+            block: None,
+            slots: ptr::null_mut(),
+            capacity: 0,
+            used: 0,
+            grow: FIRST_UNKNOWN,
+            _cells: PhantomData,
+        })
+    }
+
+    /// Moves `cell` into a free slot, starting a new block if the current one is full, and
+    /// returns where it now lives. `hint` is how many cells the batch still expects, this one
+    /// included (0 if it does not know): a new block has room for that many, if they fit.
+    pub(crate) fn place(&mut self, hint: usize, cell: Cell<F, S>) -> NonNull<Cell<F, S>> {
+        if self.used == self.capacity {
+            self.start_block(hint);
+        }
+        let block = self.block.expect("start_block leaves a block");
+        // SAFETY: `used < capacity`, so the slot is inside the block's allocation, and it was
+        // never written (invariant 3): `used` only grows.
+        let slot = unsafe { self.slots.add(self.used) };
+        // SAFETY: as above; the slot is suitably aligned (the block was laid out for
+        // `capacity` of them) and nothing else refers to it.
+        unsafe { slot.write(Slot { block, cell }) };
+        self.used += 1;
+        // SAFETY: `slot` is not null (inside a live allocation); the field's address is
+        // derived from it, so it keeps the block's provenance.
+        unsafe { NonNull::new_unchecked(ptr::addr_of_mut!((*slot).cell)) }
+    }
+
+    /// Allocates a block for `hint` cells (see [`Batch::place`]), or for the next size of a
+    /// batch of unknown length. The current block, if any, is full: its cells hold it.
+    fn start_block(&mut self, hint: usize) {
+        debug_assert_eq!(self.used, self.capacity, "a block is left only when full");
+        let capacity = if hint > 0 {
+            hint.min(Self::PER_BLOCK)
+        } else {
+            let n = self.grow.min(Self::PER_BLOCK);
+            self.grow = self.grow.saturating_mul(2);
+            n
+        };
+        let slots = Layout::array::<Slot<F, S>>(capacity).expect("a block fits in memory");
+        let (layout, offset) = Layout::new::<BlockHeader>()
+            .extend(slots)
+            .expect("a block fits in memory");
+        let layout = layout.pad_to_align();
+        // SAFETY: `layout` has a non-zero size (it holds the header).
+        let base = unsafe { alloc::alloc(layout) };
+        let Some(base) = NonNull::new(base) else {
+            alloc::handle_alloc_error(layout)
+        };
+        let header = base.cast::<BlockHeader>();
+        // SAFETY: the allocation starts with room for the header, aligned for it.
+        unsafe {
+            header.as_ptr().write(BlockHeader {
+                remaining: AtomicUsize::new(capacity),
+                layout,
+            })
+        };
+        #[cfg(all(any(test, debug_assertions), not(loom)))]
+        LIVE_BLOCKS.fetch_add(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.
+        self.block = Some(header);
+        // SAFETY: `offset` is where `extend` put the slots, inside the allocation.
+        self.slots = unsafe { base.as_ptr().add(offset) }.cast();
+        self.capacity = capacity;
+        self.used = 0;
+    }
+}
+
+impl<F: Future, S> Drop for Batch<F, S> {
+    fn drop(&mut self) {
+        let Some(block) = self.block else { return };
+        let unused = self.capacity - self.used;
+        if unused > 0 {
+            // SAFETY: these slots were never used, so nobody else gives them back
+            // (invariant 1); the block is live, since they were still counted.
+            unsafe { release(block, unused) };
+        }
+    }
+}
+
+/// The block holding `cell`.
+///
+/// # Safety
+///
+/// `cell` was placed by [`Batch::place`] and is not freed yet.
+pub(crate) unsafe fn block_of<F: Future, S>(cell: NonNull<Cell<F, S>>) -> NonNull<BlockHeader> {
+    let offset = mem::offset_of!(Slot<F, S>, cell);
+    // SAFETY: the cell is the `cell` field of a live slot (the caller's contract), so the
+    // slot starts `offset` bytes before it, inside the same allocation.
+    unsafe {
+        let slot = cell.as_ptr().byte_sub(offset).cast::<Slot<F, S>>();
+        (*slot).block
+    }
+}
+
+/// Gives back `n` slots of `block`, and frees the block if they were its last.
+///
+/// # Safety
+///
+/// The caller gives back slots that were counted and not given back yet (invariant 1), and
+/// does not touch them afterwards; a cell's slot only after the cell was dropped in place.
+pub(crate) unsafe fn release(block: NonNull<BlockHeader>, n: usize) {
+    // SAFETY: the block is live while any slot is counted, and the caller's are.
+    let header = unsafe { block.as_ref() };
+    // Release: everything done to our slots (the cell's drop) happens before the free;
+    // pairs with the Acquire fence below on the thread that gives back the last slot.
+    if header.remaining.fetch_sub(n, Release) != n {
+        return;
+    }
+    fence(Acquire);
+    let layout = header.layout;
+    // SAFETY: every slot was given back, so no cell is left in the block and nobody else
+    // reaches it (invariant 2); the allocation is `start_block`'s, with this layout.
+    unsafe { alloc::dealloc(block.as_ptr().cast(), layout) };
+    #[cfg(all(any(test, debug_assertions), not(loom)))]
+    LIVE_BLOCKS.fetch_sub(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.
+}
