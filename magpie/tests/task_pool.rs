@@ -292,7 +292,10 @@ fn submit_batch_survives_a_size_hint_that_overpromises_and_a_handle_kept_past_th
     assert_eq!(outputs, [0, 7, 14, 21]);
     rt.wait_idle();
     let more = rt.submit_batch((0..200u64).map(|i| move || i));
-    assert_eq!(more.into_iter().map(|h| h.join().unwrap()).sum::<u64>(), 19_900);
+    assert_eq!(
+        more.into_iter().map(|h| h.join().unwrap()).sum::<u64>(),
+        19_900
+    );
     assert_eq!(kept.join().unwrap(), 28);
     assert_eq!(rt.stats().tasks_alive, 0);
 }

@@ -18,7 +18,7 @@ use crate::stats::{add_always, bump, bump_completed, WorkerCounters};
 use crate::sync::atomic::*;
 use crate::sync::thread::thread_local;
 use crate::sync::{AtomicBool, AtomicUsize, StatAtomicU64 as AtomicU64};
-use crate::task::block::Batch;
+use crate::task::block::{Batch, BlockSpares};
 use crate::task::notified::{new_task_in, Notified, Schedule};
 use crate::task::owned::OwnedTasks;
 use crate::task::raw::{Header, Identity, Origin, RawTask};
@@ -109,6 +109,8 @@ pub(crate) struct Registry {
     pub(crate) sleep: Sleep,
     /// Every live task, for shutdown.
     pub(crate) owned: OwnedTasks,
+    /// Freed blocks of batch cells, kept for the next `submit_batch` (`task/block.rs`).
+    block_spares: BlockSpares,
     pub(crate) timers: Driver,
     /// The I/O driver; its holder is the holder of the timers' driver role
     /// (`worker/idle.rs`, ARCHITECTURE.md "I/O on the workers"). Under shuttle, a model of
@@ -244,6 +246,7 @@ impl Registry {
                 .collect(),
             sleep,
             owned: OwnedTasks::new(n),
+            block_spares: BlockSpares::default(),
             timers: Driver::new(),
             #[cfg(not(loom))]
             io,
@@ -553,7 +556,7 @@ impl Registry {
             let mut handles = Vec::with_capacity(futures.size_hint().0);
             // The batch's cells share blocks (`task/block.rs`), one allocation for up to 64
             // of them; the unused rest of the last block is given back when this drops.
-            let mut cells = Batch::new();
+            let mut cells = Batch::new(Some(&self.block_spares));
             let mut i = 0;
             while let Some(future) = futures.next() {
                 let origin = Origin {
@@ -666,7 +669,7 @@ impl Registry {
         future: F,
         spawner: Option<&WorkerThread>,
         origin: Origin,
-        batch: Option<(&mut Batch<F, Arc<Registry>>, usize)>,
+        batch: Option<(&mut Batch<'_, F, Arc<Registry>>, usize)>,
     ) -> (Option<Task>, JoinHandle<F::Output>)
     where
         F: std::future::Future + Send + 'static,
@@ -1050,6 +1053,10 @@ impl Schedule for Arc<Registry> {
         if self.hooks.unhandled(payload) {
             self.shutdown_tasks();
         }
+    }
+
+    fn block_spares(&self) -> Option<&BlockSpares> {
+        Some(&self.block_spares)
     }
 
     #[inline]

@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 use super::join::JoinHandle;
 use std::ptr::NonNull;
 
-use super::block::Batch;
+use super::block::{Batch, BlockSpares};
 use super::harness::Poller;
 use super::raw::{Header, Identity, RawTask};
 use crate::sync::StatAtomicU64;
@@ -50,6 +50,12 @@ pub(crate) trait Schedule: Send + Sync + Sized + 'static {
     fn release_detached(&self, task: RawTask) -> bool {
         let _ = task;
         false
+    }
+
+    /// Where this scheduler keeps freed blocks of batch cells for its next batch
+    /// (`block.rs`), if it keeps any. The default keeps none.
+    fn block_spares(&self) -> Option<&BlockSpares> {
+        None
     }
 
     /// The task that held this scheduler was freed, and hands it back. The default drops
@@ -181,7 +187,7 @@ pub(crate) fn new_task_in<F, S>(
     future: F,
     scheduler: S,
     identity: Identity,
-    batch: Option<(&mut Batch<F, S>, usize)>,
+    batch: Option<(&mut Batch<'_, F, S>, usize)>,
 ) -> (Notified<S>, JoinHandle<F::Output>)
 where
     F: Future + Send + 'static,

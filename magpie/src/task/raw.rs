@@ -50,7 +50,7 @@ use std::pin::Pin;
 use std::ptr::{self, NonNull};
 use std::task::{Context, Poll, Waker};
 
-use super::block::{self, Batch, BlockHeader};
+use super::block::{self, Batch, BlockHeader, BlockSpares};
 use super::error::JoinError;
 use super::harness::{Harness, Poller};
 use super::id::Id;
@@ -406,7 +406,7 @@ impl RawTask {
         future: F,
         scheduler: S,
         identity: Identity,
-        batch: Option<(&mut Batch<F, S>, usize)>,
+        batch: Option<(&mut Batch<'_, F, S>, usize)>,
     ) -> RawTask
     where
         F: Future + Send + 'static,
@@ -846,25 +846,28 @@ where
 {
     /// Gives the slot back once the cell is dropped, also if its drop panics (as a box
     /// frees its memory when its contents' drop unwinds).
-    struct GiveBack(NonNull<BlockHeader>);
-    impl Drop for GiveBack {
+    struct GiveBack<'a>(NonNull<BlockHeader>, Option<&'a BlockSpares>);
+    impl Drop for GiveBack<'_> {
         fn drop(&mut self) {
             // SAFETY: the cell was dropped in place before this guard (it is declared
             // before the drop and outlives it), and its slot is given back once, here
             // (block.rs invariants 1 and 2).
-            unsafe { block::release(self.0, 1) }
+            unsafe { block::release(self.0, 1, self.1) }
         }
     }
     let cell = ptr.cast::<Cell<F, S>>();
-    // SAFETY: invariant 1: this vtable is a block's, so `RawTask::new` placed the cell with
-    // `Batch::place`; invariant 4: it is not freed yet, and only this thread reaches it.
-    let give_back = GiveBack(unsafe { block::block_of(cell) });
-    // SAFETY: this thread owns the whole cell (as above).
+    // SAFETY: this thread owns the whole cell (invariant 4: the last reference is gone).
     let scheduler = unsafe { empty_cell(&mut *cell.as_ptr()) };
-    // SAFETY: the cell is live and ours, and is dropped once, here; its memory is the
-    // block's, given back by `give_back` right after (on unwind too).
-    unsafe { ptr::drop_in_place(cell.as_ptr()) };
-    drop(give_back);
+    {
+        // SAFETY: invariant 1: this vtable is a block's, so `RawTask::new` placed the cell
+        // with `Batch::place`; it is not freed yet.
+        let block = unsafe { block::block_of(cell) };
+        let give_back = GiveBack(block, scheduler.block_spares());
+        // SAFETY: the cell is live and ours, and is dropped once, here; its memory is the
+        // block's, given back by `give_back` right after (on unwind too).
+        unsafe { ptr::drop_in_place(cell.as_ptr()) };
+        drop(give_back);
+    }
     scheduler.recycle();
     #[cfg(all(any(test, debug_assertions), not(loom)))]
     LIVE_TASKS.fetch_sub(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.

@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::block::{Batch, LIVE_BLOCKS, MAX_SLOTS};
+use super::block::{Batch, BlockSpares, LIVE_BLOCKS, MAX_SLOTS, MAX_SPARES};
 use super::error::JoinError;
 use super::join::JoinHandle;
 use super::notified::{new_task, new_task_in, Notified, Schedule};
@@ -44,11 +44,17 @@ type Queue = Arc<Mutex<VecDeque<Notified<TestSched>>>>;
 struct TestSched {
     queue: Queue,
     freed: Arc<AtomicUsize>,
+    /// Where freed blocks of batch cells wait, if this runtime keeps any (`block.rs`).
+    spares: Option<Arc<BlockSpares>>,
 }
 
 impl Schedule for TestSched {
     fn schedule(&self, task: Notified<TestSched>) {
         lock(&self.queue).push_back(task);
+    }
+
+    fn block_spares(&self) -> Option<&BlockSpares> {
+        self.spares.as_deref()
     }
 }
 
@@ -62,6 +68,7 @@ impl Drop for TestSched {
 struct Runtime {
     queue: Queue,
     freed: Arc<AtomicUsize>,
+    spares: Option<Arc<BlockSpares>>,
 }
 
 impl Runtime {
@@ -70,11 +77,11 @@ impl Runtime {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let sched = TestSched {
-            queue: self.queue.clone(),
-            freed: self.freed.clone(),
-        };
-        let (notified, handle) = new_task(future, sched, Identity::new(Origin::caller(), 0, false));
+        let (notified, handle) = new_task(
+            future,
+            self.sched(),
+            Identity::new(Origin::caller(), 0, false),
+        );
         lock(&self.queue).push_back(notified);
         handle
     }
@@ -87,15 +94,12 @@ impl Runtime {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let mut cells = Batch::new().expect("small cells go in blocks");
+        let mut cells = Batch::new(self.spares.as_deref()).expect("small cells go in blocks");
         let mut left = futures.len();
         let handles = futures
             .into_iter()
             .map(|future| {
-                let sched = TestSched {
-                    queue: self.queue.clone(),
-                    freed: self.freed.clone(),
-                };
+                let sched = self.sched();
                 let hint = if known_length { left } else { 0 };
                 left -= 1;
                 let identity = Identity::new(Origin::caller(), 0, false);
@@ -107,6 +111,15 @@ impl Runtime {
             .collect();
         drop(cells);
         handles
+    }
+
+    /// A new task's scheduler.
+    fn sched(&self) -> TestSched {
+        TestSched {
+            queue: self.queue.clone(),
+            freed: self.freed.clone(),
+            spares: self.spares.clone(),
+        }
     }
 
     fn pop(&self) -> Option<Notified<TestSched>> {
@@ -1031,10 +1044,40 @@ fn a_cell_too_large_for_blocks_is_boxed() {
     // Fewer than two fit in a block: `Batch::new` declines, and `submit_batch` boxes each.
     let bytes = [0u8; 8 * 1024];
     let large = async move { bytes[0] };
-    fn batch_for<F: Future>(_: &F) -> Option<Batch<F, TestSched>> {
-        Batch::new()
+    fn batch_for<F: Future>(_: &F) -> Option<Batch<'static, F, TestSched>> {
+        Batch::new(None)
     }
     assert!(batch_for(&large).is_none());
     let small = async { 1u8 };
     assert!(batch_for(&small).is_some());
+}
+
+#[test]
+fn freed_blocks_wait_as_spares_for_the_next_batch_and_go_with_their_runtime() {
+    let _serial = serial();
+    let rt = Runtime {
+        spares: Some(Arc::new(BlockSpares::default())),
+        ..Runtime::default()
+    };
+    let batch = |n: usize| {
+        let handles = rt.spawn_batch((0..n).map(|i| async move { i }).collect(), true);
+        drop(handles);
+        assert_eq!(rt.run_until_idle(), n);
+    };
+    // Two full blocks, freed by their last cells: both kept.
+    batch(2 * MAX_SLOTS);
+    assert_eq!(live_blocks(), 2);
+    // The next batch of the same shape takes them instead of allocating.
+    batch(2 * MAX_SLOTS);
+    assert_eq!(live_blocks(), 2, "the spares were reused");
+    // A block of another size (a batch of 3) is new, and kept beside them.
+    batch(3);
+    assert_eq!(live_blocks(), 3);
+    // No more than MAX_SPARES are kept: the rest are freed.
+    batch((MAX_SPARES + 3) * MAX_SLOTS);
+    assert_eq!(live_blocks(), MAX_SPARES);
+    assert_eq!(live_tasks(), 0);
+    // The spares go with the last holder of the runtime's scheduler.
+    drop(rt);
+    assert_eq!(live_blocks(), 0);
 }
