@@ -1070,9 +1070,9 @@ fn freed_blocks_wait_as_spares_for_the_next_batch_and_go_with_their_runtime() {
     // The next batch of the same shape takes them instead of allocating.
     batch(2 * MAX_SLOTS);
     assert_eq!(live_blocks(), 2, "the spares were reused");
-    // A block of another size (a batch of 3) is new, and kept beside them.
+    // A short batch takes a spare too, whole, and gives it back whole.
     batch(3);
-    assert_eq!(live_blocks(), 3);
+    assert_eq!(live_blocks(), 2);
     // No more than MAX_SPARES are kept: the rest are freed.
     batch((MAX_SPARES + 3) * MAX_SLOTS);
     assert_eq!(live_blocks(), MAX_SPARES);
@@ -1080,4 +1080,19 @@ fn freed_blocks_wait_as_spares_for_the_next_batch_and_go_with_their_runtime() {
     // The spares go with the last holder of the runtime's scheduler.
     drop(rt);
     assert_eq!(live_blocks(), 0);
+}
+
+#[test]
+fn a_block_sized_for_a_short_batch_is_not_kept_as_a_spare() {
+    let _serial = serial();
+    let rt = Runtime {
+        spares: Some(Arc::new(BlockSpares::default())),
+        ..Runtime::default()
+    };
+    // No spare yet: the block is made for 3, and freed, not kept.
+    let handles = rt.spawn_batch((0..3u8).map(|i| async move { i }).collect(), true);
+    assert_eq!(live_blocks(), 1);
+    assert_eq!(rt.run_until_idle(), 3);
+    drop(handles);
+    assert_eq!((live_blocks(), live_tasks()), (0, 0));
 }
