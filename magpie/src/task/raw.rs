@@ -44,6 +44,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::panic::Location;
 use std::pin::Pin;
@@ -354,14 +355,18 @@ pub(crate) struct Vtable {
     pub(crate) shutdown_notified: unsafe fn(NonNull<Header>),
 }
 
-/// The vtable of a boxed `Cell<F, S>`, one static per type pair.
-fn vtable<F, S>() -> &'static Vtable
+/// The two vtables of one `Cell<F, S>` type pair, as constants, so that a reference to
+/// either is a `'static` promoted from a constant.
+struct Vtables<F, S>(PhantomData<(F, S)>);
+
+impl<F, S> Vtables<F, S>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: Schedule,
 {
-    &Vtable {
+    /// A boxed cell's.
+    const BOXED: Vtable = Vtable {
         poll: poll::<F, S>,
         schedule: schedule::<F, S>,
         dealloc: dealloc::<F, S>,
@@ -369,26 +374,34 @@ where
         drop_join_handle_slow: drop_join_handle_slow::<F, S>,
         shutdown: shutdown::<F, S>,
         shutdown_notified: shutdown_notified::<F, S>,
-    }
+    };
+
+    /// A cell placed in a batch's block (`block.rs`): the same but for `dealloc`, which gives
+    /// the cell's slot back instead of freeing a box.
+    const IN_BLOCK: Vtable = Vtable {
+        dealloc: dealloc_in_block::<F, S>,
+        ..Self::BOXED
+    };
 }
 
-/// The vtable of a `Cell<F, S>` placed in a batch's block (`block.rs`): the same but for
-/// `dealloc`, which gives the cell's slot back instead of freeing a box.
+/// The vtable of a boxed `Cell<F, S>`, one static per type pair.
+fn vtable<F, S>() -> &'static Vtable
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    &Vtables::<F, S>::BOXED
+}
+
+/// The vtable of a `Cell<F, S>` placed in a batch's block.
 fn block_vtable<F, S>() -> &'static Vtable
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: Schedule,
 {
-    &Vtable {
-        poll: poll::<F, S>,
-        schedule: schedule::<F, S>,
-        dealloc: dealloc_in_block::<F, S>,
-        try_read_output: try_read_output::<F, S>,
-        drop_join_handle_slow: drop_join_handle_slow::<F, S>,
-        shutdown: shutdown::<F, S>,
-        shutdown_notified: shutdown_notified::<F, S>,
-    }
+    &Vtables::<F, S>::IN_BLOCK
 }
 
 /// A type-erased pointer to a task: `Copy`, and no right by itself. What a holder may do with
