@@ -34,7 +34,7 @@
 //!
 //! A block is a [`BlockHeader`] followed by `capacity` [`Slot`]s. A slot is a pointer back
 //! to the header, then the task's `Cell<F, S>`, so the cell's `dealloc` (the vtable of
-//! `raw::block_vtable`) finds its block at a fixed offset before the cell and nothing is
+//! `raw::Vtables::IN_BLOCK`) finds its block at a fixed offset before the cell and nothing is
 //! added to the cell itself. Slots are aligned to cache lines: a closure's cell (104 bytes
 //! on x86-64) takes a slot of two lines, 64 to a block of 8 KiB.
 //!
@@ -52,7 +52,6 @@
 
 use std::alloc::{self, Layout};
 use std::future::Future;
-use std::marker::PhantomData;
 use std::mem;
 use std::ptr::{self, NonNull};
 
@@ -116,7 +115,6 @@ pub(crate) struct Batch<'a, F: Future, S> {
     used: usize,
     /// The size of the next block of a batch of unknown length.
     grow: usize,
-    _cells: PhantomData<Cell<F, S>>,
 }
 
 impl<'a, F: Future, S> Batch<'a, F, S> {
@@ -141,7 +139,6 @@ impl<'a, F: Future, S> Batch<'a, F, S> {
             capacity: 0,
             used: 0,
             grow: FIRST_UNKNOWN,
-            _cells: PhantomData,
         })
     }
 
@@ -163,6 +160,15 @@ impl<'a, F: Future, S> Batch<'a, F, S> {
         // SAFETY: `slot` is not null (inside a live allocation); the field's address is
         // derived from it, so it keeps the block's provenance.
         unsafe { NonNull::new_unchecked(ptr::addr_of_mut!((*slot).cell)) }
+    }
+
+    /// The layout of a block of `capacity` slots, and where its slots start.
+    fn layout(capacity: usize) -> (Layout, usize) {
+        let slots = Layout::array::<Slot<F, S>>(capacity).expect("a block fits in memory");
+        let (layout, offset) = Layout::new::<BlockHeader>()
+            .extend(slots)
+            .expect("a block fits in memory");
+        (layout.pad_to_align(), offset)
     }
 
     /// Starts a block: a spare full one if the scheduler keeps one, else a new one for
@@ -209,17 +215,6 @@ impl<'a, F: Future, S> Batch<'a, F, S> {
         self.slots = unsafe { base.as_ptr().add(offset) }.cast();
         self.capacity = capacity;
         self.used = 0;
-    }
-}
-
-impl<F: Future, S> Batch<'_, F, S> {
-    /// The layout of a block of `capacity` slots, and where its slots start.
-    fn layout(capacity: usize) -> (Layout, usize) {
-        let slots = Layout::array::<Slot<F, S>>(capacity).expect("a block fits in memory");
-        let (layout, offset) = Layout::new::<BlockHeader>()
-            .extend(slots)
-            .expect("a block fits in memory");
-        (layout.pad_to_align(), offset)
     }
 }
 

@@ -257,6 +257,7 @@ impl Task {
                 TransitionToNotifiedByRef::DoNothing,
                 "a running task's own wake submitted it"
             );
+            // SAFETY: as above: the poller holds RUNNING.
             self.yields.with_mut(|yields| unsafe { *yields -= 1 });
             return false;
         }

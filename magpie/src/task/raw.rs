@@ -22,10 +22,10 @@
 //! These add to the numbered invariants of `state.rs` (cited there as "state 1" and so on).
 //!
 //! 1. A [`RawTask`] points to the `Header` at offset 0 of a live `Cell<F, S>` allocated by
-//!    [`RawTask::new`], and that header's `vtable` is `vtable::<F, S>()` for the same `F` and
-//!    `S` if the cell is a `Box`, `block_vtable::<F, S>()` if it was placed in a batch's
-//!    block; the two differ only in `dealloc`, and the vtable functions cast back only to
-//!    that type.
+//!    [`RawTask::new`], and that header's `vtable` is `Vtables::<F, S>::BOXED` for the same
+//!    `F` and `S` if the cell is a `Box`, `Vtables::<F, S>::IN_BLOCK` if it was placed in a
+//!    batch's block; the two differ only in `dealloc`, and the vtable functions cast back
+//!    only to that type.
 //! 2. Every method that dereferences a [`RawTask`] needs its caller to hold one of the task's
 //!    references (state 5) for the whole call; a method that consumes the reference says so,
 //!    and the caller must not touch the task afterwards.
@@ -356,7 +356,7 @@ pub(crate) struct Vtable {
 }
 
 /// The two vtables of one `Cell<F, S>` type pair, as constants, so that a reference to
-/// either is a `'static` promoted from a constant.
+/// either is a `'static` promoted from a constant (one static per type pair).
 struct Vtables<F, S>(PhantomData<(F, S)>);
 
 impl<F, S> Vtables<F, S>
@@ -382,26 +382,6 @@ where
         dealloc: dealloc_in_block::<F, S>,
         ..Self::BOXED
     };
-}
-
-/// The vtable of a boxed `Cell<F, S>`, one static per type pair.
-fn vtable<F, S>() -> &'static Vtable
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    S: Schedule,
-{
-    &Vtables::<F, S>::BOXED
-}
-
-/// The vtable of a `Cell<F, S>` placed in a batch's block.
-fn block_vtable<F, S>() -> &'static Vtable
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    S: Schedule,
-{
-    &Vtables::<F, S>::IN_BLOCK
 }
 
 /// A type-erased pointer to a task: `Copy`, and no right by itself. What a holder may do with
@@ -443,8 +423,8 @@ impl RawTask {
             },
         };
         let cell = match batch {
-            Some((batch, hint)) => batch.place(hint, cell(block_vtable::<F, S>())),
-            None => NonNull::from(Box::leak(Box::new(cell(vtable::<F, S>())))),
+            Some((batch, hint)) => batch.place(hint, cell(&Vtables::<F, S>::IN_BLOCK)),
+            None => NonNull::from(Box::leak(Box::new(cell(&Vtables::<F, S>::BOXED)))),
         };
         #[cfg(all(any(test, debug_assertions), not(loom)))]
         LIVE_TASKS.fetch_add(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.

@@ -113,6 +113,14 @@ impl Runtime {
         handles
     }
 
+    /// A runtime that keeps freed blocks of batch cells as spares, as the real one does.
+    fn with_spares() -> Runtime {
+        Runtime {
+            spares: Some(Arc::new(BlockSpares::default())),
+            ..Runtime::default()
+        }
+    }
+
     /// A new task's scheduler.
     fn sched(&self) -> TestSched {
         TestSched {
@@ -1055,10 +1063,7 @@ fn a_cell_too_large_for_blocks_is_boxed() {
 #[test]
 fn freed_blocks_wait_as_spares_for_the_next_batch_and_go_with_their_runtime() {
     let _serial = serial();
-    let rt = Runtime {
-        spares: Some(Arc::new(BlockSpares::default())),
-        ..Runtime::default()
-    };
+    let rt = Runtime::with_spares();
     let batch = |n: usize| {
         let handles = rt.spawn_batch((0..n).map(|i| async move { i }).collect(), true);
         drop(handles);
@@ -1085,10 +1090,7 @@ fn freed_blocks_wait_as_spares_for_the_next_batch_and_go_with_their_runtime() {
 #[test]
 fn a_block_sized_for_a_short_batch_is_not_kept_as_a_spare() {
     let _serial = serial();
-    let rt = Runtime {
-        spares: Some(Arc::new(BlockSpares::default())),
-        ..Runtime::default()
-    };
+    let rt = Runtime::with_spares();
     // No spare yet: the block is made for 3, and freed, not kept.
     let handles = rt.spawn_batch((0..3u8).map(|i| async move { i }).collect(), true);
     assert_eq!(live_blocks(), 1);
