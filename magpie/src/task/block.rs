@@ -274,6 +274,70 @@ pub(crate) unsafe fn release(block: NonNull<BlockHeader>, n: usize, spares: Opti
     unsafe { free(block.cast(), layout) };
 }
 
+/// Slots given back in a run: a thread that frees many cells in a row (a worker unlinking
+/// the tasks it completed, `WorkerThread::unlink_completed`) gives back consecutive slots of
+/// one block with one decrement of `remaining` instead of one each. A batch's tasks come out
+/// of the queues in runs, so such a row mostly holds neighbours: one locked instruction less
+/// a task, and at many workers one write less to a line that every worker freeing the
+/// block's cells writes.
+///
+/// What it holds is given back when a slot of another block (or of another runtime's spares)
+/// comes in, and when it drops, also on unwind: the slots it holds are counted in
+/// `remaining` meanwhile, so their block stays allocated until then (invariant 1).
+pub(crate) struct Tally<'a> {
+    /// Where a block whose last slot this gives back goes: the spares of the runtime whose
+    /// tasks this frees.
+    spares: Option<&'a BlockSpares>,
+    /// The block of the slots held, and how many.
+    held: Option<(NonNull<BlockHeader>, usize)>,
+}
+
+impl<'a> Tally<'a> {
+    /// A tally for the cells of a scheduler whose spares are `spares`.
+    pub(crate) fn new(spares: Option<&'a BlockSpares>) -> Tally<'a> {
+        Tally { spares, held: None }
+    }
+
+    /// Whether a cell whose scheduler keeps `spares` may give its slot back through this
+    /// tally: its last slot goes where the tally sends it.
+    pub(crate) fn serves(&self, spares: Option<&BlockSpares>) -> bool {
+        match (self.spares, spares) {
+            (Some(a), Some(b)) => ptr::eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+
+    /// Takes over the slot of a cell of `block`, to give it back with its neighbours.
+    ///
+    /// # Safety
+    ///
+    /// As [`release`] for one slot, and the tally [`serves`](Self::serves) the cell's
+    /// scheduler. The cell may still be dropping: the slot goes back only at a later call or
+    /// at the tally's drop, which come after (invariant 2).
+    pub(crate) unsafe fn add(&mut self, block: NonNull<BlockHeader>) {
+        match &mut self.held {
+            Some((held, n)) if *held == block => *n += 1,
+            held => {
+                if let Some((old, n)) = held.replace((block, 1)) {
+                    // SAFETY: `n` slots of `old` were handed to this tally and are counted
+                    // still (this function's contract).
+                    unsafe { release(old, n, self.spares) };
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Tally<'_> {
+    fn drop(&mut self) {
+        if let Some((block, n)) = self.held.take() {
+            // SAFETY: as in `add`.
+            unsafe { release(block, n, self.spares) };
+        }
+    }
+}
+
 /// Frees a block's allocation.
 ///
 /// # Safety

@@ -94,6 +94,12 @@ struct Task {
     yields: UnsafeCell<usize>,
     /// The bug the held models must catch: a held `Notified` queued without a Release.
     held_submit_relaxed: AtomicBool,
+    /// The bug the deferred-unlink models must catch: the unlink's check that its references
+    /// are the last made with a Relaxed load.
+    unreachable_load_relaxed: AtomicBool,
+    /// The references the word still counts after the free: those the unlink found to be
+    /// the last by a load, which leaves the word as it is.
+    uncounted_at_free: AtomicUsize,
 }
 
 /// Runs `f` with a new task in a loom `Arc`. `event` says whether the future is ready on its
@@ -121,6 +127,8 @@ fn with_task(event: bool, f: impl FnOnce(&Arc<Task>)) {
         defer_drops_own_ref: AtomicBool::new(false),
         yields: UnsafeCell::new(0),
         held_submit_relaxed: AtomicBool::new(false),
+        unreachable_load_relaxed: AtomicBool::new(false),
+        uncounted_at_free: AtomicUsize::new(0),
     }));
     f(&task);
     drop(ManuallyDrop::into_inner(task));
@@ -352,7 +360,8 @@ impl Task {
     }
 
     /// The worker unlinks a task whose completion it deferred (`unlink_completed`): leaves
-    /// the live list, then drops the completer's reference and the list's in one RMW (with
+    /// the live list, then drops the completer's reference and the list's, by a load when
+    /// they are the last and else in one RMW (`State::ref_dec_by_unreachable`; with
     /// `defer_drops_own_ref`, the list's alone).
     fn unlink_deferred(&self) {
         if !self.unlink_pending.swap(false, Relaxed) {
@@ -364,8 +373,22 @@ impl Task {
         let list_ref = self.release();
         let own_ref = !self.defer_drops_own_ref.load(Relaxed);
         let refs = usize::from(own_ref) + usize::from(list_ref);
-        if refs != 0 && self.state.ref_dec_by(refs) {
+        if refs == 0 {
+            return;
+        }
+        let last = if self.unreachable_load_relaxed.load(Relaxed) {
+            self.state.load_relaxed().ref_count() == refs || self.state.ref_dec_by(refs)
+        } else {
+            // SAFETY: the task is out of the list, and the model's other references (the
+            // handle's, the waker's) are made from held ones.
+            unsafe { self.state.ref_dec_by_unreachable(refs) }
+        };
+        if last {
             self.free();
+            // The word is the model's to read after the free (a real task's is gone); a
+            // Relaxed load, after the free, so as not to order it after anything.
+            self.uncounted_at_free
+                .store(self.state.load_relaxed().ref_count(), Relaxed);
         }
     }
 
@@ -547,7 +570,10 @@ impl Task {
         );
         assert!(self.join_wakes.load(Relaxed) <= 1);
         assert!(!self.linked.load(Relaxed), "still in the live list");
-        assert_eq!(self.state.load().ref_count(), 0);
+        assert_eq!(
+            self.state.load().ref_count(),
+            self.uncounted_at_free.load(Relaxed)
+        );
     }
 }
 
@@ -775,19 +801,26 @@ fn loom_handle_reads_or_drops_while_the_task_leaves_the_list() {
 /// The task completes on a worker that defers the unlink (and does it a moment later),
 /// while its handle is dropped (and that thread then calls `wait_idle`) and a waker fires
 /// and is dropped. `bound`: the task is in the live list (a task the closing list refused
-/// is not, and then nothing but the completer's reference keeps it). With `broken`, the
-/// completer drops its own reference at `COMPLETE` anyway.
-fn deferred_unlink_races_a_waker_and_the_handle(bound: bool, broken: bool) {
+/// is not, and then nothing but the completer's reference keeps it). `lend`: the handle
+/// lends a join waker before it is dropped, so that it writes the task (the waker slot)
+/// before its reference goes. `broken` plants a bug the model must catch.
+fn deferred_unlink_races_a_waker_and_the_handle(bound: bool, lend: bool, broken: Broken) {
     model(THREE_THREAD_CAP, move || {
         with_task(true, |task| {
             if bound {
                 task.bind();
             }
             task.defer_unlinks.store(true, Relaxed);
-            task.defer_drops_own_ref.store(broken, Relaxed);
+            task.defer_drops_own_ref
+                .store(broken == Broken::OwnReference, Relaxed);
+            task.unreachable_load_relaxed
+                .store(broken == Broken::RelaxedLoad, Relaxed);
             task.state.ref_inc();
             let waker = spawn(task, |task| task.wake_by_ref_then_drop());
             let handle = spawn(task, move |task| {
+                if lend {
+                    task.register_join_waker();
+                }
                 task.drop_join_handle();
                 // `wait_idle` does not wait for a task outside the list.
                 if bound {
@@ -798,7 +831,7 @@ fn deferred_unlink_races_a_waker_and_the_handle(bound: bool, broken: bool) {
             task.unlink_deferred();
             waker.join().unwrap();
             handle.join().unwrap();
-            task.finish(false);
+            task.finish(lend);
         });
     });
 }
@@ -806,14 +839,15 @@ fn deferred_unlink_races_a_waker_and_the_handle(bound: bool, broken: bool) {
 #[test]
 fn loom_deferred_unlink_races_a_waker_and_the_handle() {
     // Freed once, by whoever drops the last reference, never before the worker's unlink;
-    // a `wait_idle` that sees the task unlinked sees its output dropped.
-    deferred_unlink_races_a_waker_and_the_handle(true, false);
+    // a `wait_idle` that sees the task unlinked sees its output dropped. The handle's drop
+    // of its lent waker happens before the free, whoever frees.
+    deferred_unlink_races_a_waker_and_the_handle(true, true, Broken::No);
 }
 
 #[test]
 fn loom_deferred_unlink_of_a_task_never_linked() {
     // As above, for a task outside the list: the completer's reference alone keeps it.
-    deferred_unlink_races_a_waker_and_the_handle(false, false);
+    deferred_unlink_races_a_waker_and_the_handle(false, false, Broken::No);
 }
 
 #[test]
@@ -823,7 +857,54 @@ fn loom_deferred_unlink_without_the_completers_reference_is_caught() {
     // waker's drop can free the task before the worker reaches it, and loom finds the
     // worker's access after the free (a use after free, or an access unordered with the
     // free, whichever the interleaving gives).
-    deferred_unlink_races_a_waker_and_the_handle(false, true);
+    deferred_unlink_races_a_waker_and_the_handle(false, false, Broken::OwnReference);
+}
+
+/// The task completes on a worker that defers the unlink, while its handle lends a join
+/// waker and is dropped: the handle writes the waker slot (dropping its waker) just before its
+/// reference goes, and the worker's free reads the slot. With `relaxed`, the worker checks
+/// for its last references by a Relaxed load (a planted bug).
+fn deferred_unlink_races_a_lent_waker(relaxed: bool) {
+    model(None, move || {
+        with_task(true, |task| {
+            task.bind();
+            task.defer_unlinks.store(true, Relaxed);
+            task.unreachable_load_relaxed.store(relaxed, Relaxed);
+            let handle = spawn(task, |task| {
+                task.register_join_waker();
+                task.drop_join_handle();
+            });
+            task.run();
+            task.unlink_deferred();
+            handle.join().unwrap();
+            task.finish(true);
+        });
+    });
+}
+
+#[test]
+fn loom_deferred_unlink_frees_after_a_lent_wakers_drop() {
+    // A worker that finds its references the last by a load (`ref_dec_by_unreachable`)
+    // frees the task after the handle's last write, which the load's Acquire orders.
+    deferred_unlink_races_a_lent_waker(false);
+}
+
+#[test]
+#[should_panic]
+fn loom_deferred_unlink_whose_last_reference_check_is_relaxed_is_caught() {
+    // The negative control of the model above: by a Relaxed load, the free is unordered with
+    // the handle's drop of its waker, and loom reports the two accesses to the slot.
+    deferred_unlink_races_a_lent_waker(true);
+}
+
+/// Which bug, if any, `deferred_unlink_races_a_waker_and_the_handle` plants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Broken {
+    No,
+    /// The completer drops its own reference at `COMPLETE` anyway.
+    OwnReference,
+    /// The unlink checks for its last references with a Relaxed load.
+    RelaxedLoad,
 }
 
 /// Sets how many of the task's polls wake it themselves (`Task::yields`) before any other

@@ -51,7 +51,7 @@ use std::pin::Pin;
 use std::ptr::{self, NonNull};
 use std::task::{Context, Poll, Waker};
 
-use super::block::{self, Batch, BlockHeader, BlockSpares};
+use super::block::{self, Batch, BlockHeader, BlockSpares, Tally};
 use super::error::JoinError;
 use super::harness::{Harness, Poller};
 use super::id::Id;
@@ -342,8 +342,8 @@ pub(crate) struct Vtable {
     pub(crate) poll: unsafe fn(NonNull<Header>, &Poller<'_>) -> bool,
     /// Hands a new `Notified` to the scheduler: see [`RawTask::schedule`].
     pub(crate) schedule: unsafe fn(NonNull<Header>),
-    /// Frees the task: see [`RawTask::dealloc`].
-    pub(crate) dealloc: unsafe fn(NonNull<Header>),
+    /// Frees the task: see [`RawTask::dealloc`] and [`RawTask::dealloc_into`].
+    pub(crate) dealloc: unsafe fn(NonNull<Header>, Option<&mut Tally<'_>>),
     /// The `JoinHandle`'s poll: see [`RawTask::try_read_output`].
     pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker),
     /// The `JoinHandle`'s drop: see [`RawTask::drop_join_handle`].
@@ -501,7 +501,19 @@ impl RawTask {
     /// The caller's RMW dropped the task's last reference (state 5). The task is gone after.
     pub(crate) unsafe fn dealloc(self) {
         // SAFETY: the header is still live (nothing frees it but this call); invariant 1.
-        unsafe { (self.header().vtable.dealloc)(self.ptr) }
+        unsafe { (self.header().vtable.dealloc)(self.ptr, None) }
+    }
+
+    /// Frees the task as [`dealloc`](Self::dealloc) does, but a cell in a batch's block gives
+    /// its slot back through `tally`, with its neighbours (`block::Tally`), when the tally
+    /// serves the task's scheduler.
+    ///
+    /// # Safety
+    ///
+    /// As [`dealloc`](Self::dealloc).
+    pub(crate) unsafe fn dealloc_into(self, tally: &mut Tally<'_>) {
+        // SAFETY: as in `dealloc`.
+        unsafe { (self.header().vtable.dealloc)(self.ptr, Some(tally)) }
     }
 
     /// The `JoinHandle`'s poll: writes `Poll::Ready(output)` into `*dst` if the task is
@@ -593,17 +605,20 @@ impl RawTask {
         }
     }
 
-    /// Drops `n` references (one or two) with one RMW, freeing the task if they were the
-    /// last.
+    /// Drops `n` references (one or two) to a task out of the live list, freeing it if
+    /// they were the last, with its slot given back through `tally` (`dealloc_into`).
+    /// Without a locked instruction when they were (`State::ref_dec_by_unreachable`).
     ///
     /// # Safety
     ///
-    /// The caller holds `n` references, which this consumes.
-    pub(crate) unsafe fn drop_references(self, n: usize) {
-        // SAFETY: the caller's references keep the task alive until this RMW (invariant 2).
-        if unsafe { self.state() }.ref_dec_by(n) {
-            // SAFETY: that RMW dropped the last reference (state 5).
-            unsafe { self.dealloc() }
+    /// The caller holds `n` references, which this consumes, and the task is out of the live
+    /// list (as `State::ref_dec_by_unreachable` requires).
+    pub(crate) unsafe fn drop_unlinked_references(self, n: usize, tally: &mut Tally<'_>) {
+        // SAFETY: the caller's references keep the task alive until then (invariant 2), and
+        // the task is out of the list (the caller's contract).
+        if unsafe { self.state().ref_dec_by_unreachable(n) } {
+            // SAFETY: those were the last references (state 5).
+            unsafe { self.dealloc_into(tally) }
         }
     }
 
@@ -811,7 +826,7 @@ where
 /// # Safety
 ///
 /// As [`RawTask::dealloc`], for a boxed cell.
-unsafe fn dealloc<F, S>(ptr: NonNull<Header>)
+unsafe fn dealloc<F, S>(ptr: NonNull<Header>, _: Option<&mut Tally<'_>>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -831,21 +846,23 @@ where
 /// # Safety
 ///
 /// As [`RawTask::dealloc`], for a cell placed in a batch's block.
-unsafe fn dealloc_in_block<F, S>(ptr: NonNull<Header>)
+unsafe fn dealloc_in_block<F, S>(ptr: NonNull<Header>, tally: Option<&mut Tally<'_>>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: Schedule,
 {
     /// Gives the slot back once the cell is dropped, also if its drop panics (as a box
-    /// frees its memory when its contents' drop unwinds).
-    struct GiveBack<'a>(NonNull<BlockHeader>, Option<&'a BlockSpares>);
+    /// frees its memory when its contents' drop unwinds); empty when a tally took it.
+    struct GiveBack<'a>(Option<(NonNull<BlockHeader>, Option<&'a BlockSpares>)>);
     impl Drop for GiveBack<'_> {
         fn drop(&mut self) {
-            // SAFETY: the cell was dropped in place before this guard (it is declared
-            // before the drop and outlives it), and its slot is given back once, here
-            // (block.rs invariants 1 and 2).
-            unsafe { block::release(self.0, 1, self.1) }
+            if let Some((block, spares)) = self.0 {
+                // SAFETY: the cell was dropped in place before this guard (it is declared
+                // before the drop and outlives it), and its slot is given back once, here
+                // (block.rs invariants 1 and 2).
+                unsafe { block::release(block, 1, spares) }
+            }
         }
     }
     let cell = ptr.cast::<Cell<F, S>>();
@@ -855,9 +872,19 @@ where
         // SAFETY: invariant 1: this vtable is a block's, so `RawTask::new` placed the cell
         // with `Batch::place`; it is not freed yet.
         let block = unsafe { block::block_of(cell) };
-        let give_back = GiveBack(block, scheduler.block_spares());
+        let spares = scheduler.block_spares();
+        let give_back = match tally {
+            Some(tally) if tally.serves(spares) => {
+                // SAFETY: the slot is counted and given back once, by the tally, which
+                // serves this scheduler; it does so after the drop below, at its next
+                // block or its own drop (on unwind too).
+                unsafe { tally.add(block) };
+                GiveBack(None)
+            }
+            _ => GiveBack(Some((block, spares))),
+        };
         // SAFETY: the cell is live and ours, and is dropped once, here; its memory is the
-        // block's, given back by `give_back` right after (on unwind too).
+        // block's, given back by `give_back` or the tally after (on unwind too).
         unsafe { ptr::drop_in_place(cell.as_ptr()) };
         drop(give_back);
     }

@@ -857,6 +857,33 @@ impl State {
         true
     }
 
+    /// Drops `n` references (one or two) of a task out of reach: one that nobody can take a
+    /// new reference to without holding one already. When a load shows the count at `n`,
+    /// they are the last, and the caller frees the task without writing the word (no locked
+    /// instruction); otherwise as [`State::ref_dec_by`]. Returns whether the caller must
+    /// free the task.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `n` references, and every other reference to the task is made from
+    /// one already held: the task is out of the live list, the only place that makes
+    /// references of its own (`OwnedTasks::close_and_take_all`, under the shard lock).
+    #[must_use]
+    pub(crate) unsafe fn ref_dec_by_unreachable(&self, n: usize) -> bool {
+        // Acquire: pairs with the Release of every other holder's drop. Every write to the
+        // word since the task was published is an RMW, so the value read heads or continues
+        // the release sequence of each earlier drop, and all of them happen before the free
+        // (what the Acquire fence in `ref_dec` gives after its RMW). A count of `n` is not
+        // stale: a holder yet to drop would be counted in it unless its reference was made
+        // after the value read, which takes a reference held then (the caller's contract),
+        // which again would be counted; and the only references made from none were the
+        // list's, under the shard lock that the caller's unlink took after them.
+        if Snapshot(self.val.load(Acquire)).ref_count() == n {
+            return true;
+        }
+        self.ref_dec_by(n)
+    }
+
     /// Drops one reference. Returns whether it was the last, in which case the caller must
     /// free the task.
     #[must_use]
@@ -892,5 +919,12 @@ impl State {
         State {
             val: AtomicUsize::new(bits),
         }
+    }
+
+    /// A Relaxed snapshot, for the loom model that shows `ref_dec_by_unreachable` needs its
+    /// Acquire.
+    #[cfg(loom)]
+    pub(crate) fn load_relaxed(&self) -> Snapshot {
+        Snapshot(self.val.load(Relaxed))
     }
 }

@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::block::{Batch, BlockSpares, LIVE_BLOCKS, MAX_SLOTS, MAX_SPARES};
+use super::block::{Batch, BlockSpares, Tally, LIVE_BLOCKS, MAX_SLOTS, MAX_SPARES};
 use super::error::JoinError;
 use super::join::JoinHandle;
 use super::notified::{new_task, new_task_in, Notified, Schedule};
@@ -1097,4 +1097,66 @@ fn a_block_sized_for_a_short_batch_is_not_kept_as_a_spare() {
     assert_eq!(rt.run_until_idle(), 3);
     drop(handles);
     assert_eq!((live_blocks(), live_tasks()), (0, 0));
+}
+
+/// Frees the tasks of `rt`'s queue, never run, through `tally`, in the order `order` gives
+/// (indices into the queue), checking `live_blocks()` after each as `expect` says. Each task
+/// holds two references then, its `Notified`'s and its handle's (`handles` are forgotten, so
+/// that the two are the last), and is out of any live list: the test runtime keeps none.
+fn free_through_tally(
+    rt: &Runtime,
+    handles: Vec<JoinHandle<usize>>,
+    tally: &mut Tally<'_>,
+    order: &[usize],
+    expect: &[usize],
+) {
+    let tasks: Vec<_> = lock(&rt.queue).drain(..).map(Notified::into_raw).collect();
+    // The handles' references stay counted: the frees below drop them.
+    handles.into_iter().for_each(std::mem::forget);
+    for (&i, &blocks) in order.iter().zip(expect) {
+        // SAFETY: the Notified's and the handle's references, both given up above; no list
+        // holds the task.
+        unsafe { tasks[i].drop_unlinked_references(2, tally) };
+        assert_eq!(live_blocks(), blocks, "after freeing task {i}");
+    }
+}
+
+#[test]
+fn a_tally_gives_back_neighbouring_slots_together_and_the_rest_at_its_drop() {
+    let _serial = serial();
+    let rt = Runtime::default();
+    // A full block (tasks 0 to MAX_SLOTS - 1) and a block of one (task MAX_SLOTS).
+    let n = MAX_SLOTS + 1;
+    let handles = rt.spawn_batch((0..n).map(|i| async move { i }).collect(), true);
+    assert_eq!(live_blocks(), 2);
+    let mut tally = Tally::new(None);
+    let last = MAX_SLOTS;
+    // The first half of the full block, then the lone block's task (the tally gives the
+    // half back and holds the lone slot), then the second half (the lone block goes back
+    // and is freed), with the tally holding the second half until it drops.
+    let order: Vec<usize> = (0..MAX_SLOTS / 2)
+        .chain([last])
+        .chain(MAX_SLOTS / 2..MAX_SLOTS)
+        .collect();
+    let mut expect = vec![2; MAX_SLOTS / 2 + 1];
+    expect.resize(order.len(), 1);
+    free_through_tally(&rt, handles, &mut tally, &order, &expect);
+    assert_eq!((rt.freed(), live_tasks()), (n, 0));
+    assert_eq!(live_blocks(), 1, "the tally still holds the last half");
+    drop(tally);
+    assert_eq!(live_blocks(), 0);
+}
+
+#[test]
+fn a_tally_for_another_runtimes_spares_leaves_a_cell_its_own_give_back() {
+    let _serial = serial();
+    let rt = Runtime::default();
+    let handles = rt.spawn_batch((0..2usize).map(|i| async move { i }).collect(), true);
+    let elsewhere = BlockSpares::default();
+    let mut tally = Tally::new(Some(&elsewhere));
+    // The cells' scheduler keeps no spares, so the tally does not serve them: each slot goes
+    // back at its free, and the block with the second.
+    free_through_tally(&rt, handles, &mut tally, &[0, 1], &[1, 0]);
+    drop(tally);
+    assert_eq!((live_blocks(), live_tasks(), rt.freed()), (0, 0, 2));
 }

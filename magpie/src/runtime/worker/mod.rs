@@ -44,6 +44,8 @@ use crate::stats::{bump, set, WorkerCounters, ACTIVITY_BUSY, ACTIVITY_STEP, ACTI
 use crate::sync::atomic::{Relaxed, Release};
 use crate::sync::thread::thread_local;
 use crate::sync::AtomicUsize;
+use crate::task::block::Tally;
+use crate::task::notified::Schedule;
 use crate::task::raw::{Header, RawTask};
 use crate::util::rand::FastRand;
 use crate::util::unwind::AbortIfPanic;
@@ -224,11 +226,15 @@ impl WorkerThread {
         registry
             .idle_wait
             .task_finished(|| registry.owned.is_empty_seqcst());
+        // Neighbouring tasks of one batch give back their block slots together.
+        let mut tally = Tally::new(Schedule::block_spares(&self.registry));
         for (i, task) in tasks.drain(..).enumerate() {
             // The completer's reference, and the list's if the task was linked.
             let refs = 1 + usize::from(linked & (1 << i) != 0);
-            // SAFETY: this worker holds those references (above), and drops them here.
-            unsafe { task.drop_references(refs) };
+            // SAFETY: this worker holds those references (above), and drops them here; the
+            // task is out of the live list, unlinked above (or by whoever took the list's
+            // reference).
+            unsafe { task.drop_unlinked_references(refs, &mut tally) };
         }
     }
 
