@@ -41,8 +41,9 @@
 //! # Invariants
 //!
 //! 1. `remaining` counts the block's slots not yet given back. Each slot is given back once:
-//!    by the `dealloc` of the cell placed in it (raw.rs invariant 4: once per cell), or, for
-//!    a slot the batch never used, by the batch when it lets the block go.
+//!    by the `dealloc` of the cell placed in it (raw.rs invariant 4: once per cell), itself
+//!    or through a [`Tally`] that gives it back with its neighbours, or, for a slot the
+//!    batch never used, by the batch when it lets the block go.
 //! 2. A cell's slot is given back only after the cell has been dropped in place; whoever
 //!    takes `remaining` to zero frees the block, so nothing reads a block after its free.
 //! 3. A slot is written once, with the whole cell, and the cell never moves (its future is
