@@ -8,9 +8,10 @@
 //! - **Central queue**: one `Mutex<VecDeque>` that every thread pops from, a task at a time;
 //!   balanced by construction, at the price of one lock round trip per task.
 //!
-//! The threads start, and block, before the clock starts; the submitter hands each batch
-//! over, sits out the batch's pause, and after the last batch the clock stops once every
-//! thread has finished and been joined. The assignment of tasks to threads is computed before
+//! The threads start, and block, before the clock starts (the submitter waits for them to
+//! say so; magpie's run waits for its workers to park the same way); the submitter hands
+//! each batch over, sits out the batch's pause, and after the last batch the clock stops
+//! once every thread has finished and been joined. The assignment of tasks to threads is computed before
 //! timing, so the makespan holds only the work, the hand-over and the waiting.
 //!
 //! **What is handed over is a [`Job`]**, a boxed closure that the submitter makes in the timed
@@ -132,9 +133,15 @@ fn run_assigned(
 
     let mut senders = Vec::with_capacity(threads);
     let mut handles = Vec::with_capacity(threads);
+    // Each thread says it has started before it blocks on its channel.
+    let (started_tx, started) = mpsc::channel::<()>();
     for index in 0..threads {
         let (tx, rx) = mpsc::channel::<Vec<Job>>();
+        let started_tx = started_tx.clone();
         let body = move || {
+            // The submitter is waiting: this cannot fail.
+            let _ = started_tx.send(());
+            drop(started_tx);
             for list in rx {
                 list.into_iter().for_each(|job| job());
             }
@@ -153,6 +160,9 @@ fn run_assigned(
         }
     }
 
+    drop(started_tx);
+    // Every thread sends once, and the last sender goes with the last thread's send.
+    for _ in started.iter() {}
     let start = Instant::now();
     for (lists, pause_after) in plan {
         for (tx, list) in senders.iter().zip(lists) {
@@ -172,17 +182,26 @@ struct Central {
     queue: VecDeque<Job>,
     /// Set after the last batch: threads that find the queue empty then exit.
     closed: bool,
+    /// Threads that have started: each counts itself under the lock, which it releases
+    /// only by waiting on the queue's condition variable (or by taking a job).
+    started: usize,
 }
 
 fn run_central(workload: &Workload, threads: usize, spawn: Spawn) -> io::Result<Duration> {
-    let shared = Arc::new((Mutex::new(Central::default()), Condvar::new()));
-    let (lock, ready) = &*shared;
+    let shared = Arc::new((
+        Mutex::new(Central::default()),
+        Condvar::new(),
+        Condvar::new(),
+    ));
+    let (lock, ready, all_started) = &*shared;
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
         let shared = Arc::clone(&shared);
         let body = move || {
-            let (lock, ready) = &*shared;
+            let (lock, ready, all_started) = &*shared;
             let mut central = lock.lock().expect("central queue poisoned");
+            central.started += 1;
+            all_started.notify_one();
             loop {
                 if let Some(job) = central.queue.pop_front() {
                     drop(central);
@@ -207,6 +226,13 @@ fn run_central(workload: &Workload, threads: usize, spawn: Spawn) -> io::Result<
         }
     }
 
+    // Seen under the lock: every thread has counted itself and released the lock since,
+    // which with an empty queue it does only by waiting for work.
+    let mut central = lock.lock().expect("central queue poisoned");
+    while central.started < threads {
+        central = all_started.wait(central).expect("central queue poisoned");
+    }
+    drop(central);
     let start = Instant::now();
     for batch in &workload.batches {
         // Made before the lock is taken, as a pool's user makes each closure before

@@ -2,10 +2,10 @@
 //! pattern.
 //!
 //! For every pattern the workload is generated once (same seed, same durations), then run by
-//! magpie (a fresh runtime per run, each batch handed over from the main thread with
-//! `submit_batch`, as the baselines get theirs in one piece, then
-//! `wait_idle`) and by the three baselines of [`crate::baseline`], each on `--workers`
-//! threads. A cell is the best (shortest) of `--repeat` runs; the runs of one repeat go
+//! magpie (a fresh runtime per run, its workers parked before the clock starts, each batch
+//! handed over from the main thread with `execute_batch`, as the baselines get theirs in one
+//! piece and without handles, then `wait_idle`) and by the three baselines of
+//! [`crate::baseline`], each on `--workers` threads, blocked before the clock starts. A cell is the best (shortest) of `--repeat` runs; the runs of one repeat go
 //! through the strategies in turn, so slow patches of a shared machine hit them alike.
 //! Efficiency is the ideal makespan (see [`Workload::ideal`]) over the measured one.
 
@@ -174,16 +174,18 @@ fn run_once(strategy: Strategy, workload: &Workload, workers: usize) -> Result<R
     }
 }
 
-/// A fresh runtime, each batch handed over from this thread with `submit_batch`, and
+/// A fresh runtime, its workers parked before the clock starts (as the baselines' threads
+/// are blocked), each batch handed over from this thread with `execute_batch`, and
 /// `wait_idle`.
 fn run_magpie(workload: &Workload, workers: usize) -> Result<Run, Failure> {
     let rt = Runtime::builder().worker_threads(workers).build()?;
+    wait_until_parked(&rt);
     let before = rt.stats();
     let start = Instant::now();
     for batch in &workload.batches {
-        // The whole batch in one hand-over, as the baselines get theirs. Dropping the
-        // handles detaches the tasks; `wait_idle` waits for them.
-        drop(rt.submit_batch(batch.durations.iter().map(|&d| move || spin(d))));
+        // The whole batch in one hand-over, as the baselines get theirs, and without
+        // handles, as theirs: nobody joins a task here (`wait_idle` waits for them).
+        rt.execute_batch(batch.durations.iter().map(|&d| move || spin(d)));
         pause(batch.pause_after);
     }
     rt.wait_idle();
@@ -194,6 +196,20 @@ fn run_magpie(workload: &Workload, workers: usize) -> Result<Run, Failure> {
         steals: deltas.iter().map(|d| d.stolen).sum(),
         steal_rate: steal_rate(&deltas),
     })
+}
+
+/// Waits until every worker of the new runtime `rt` has started and parked, as the baselines
+/// wait for their threads to block before their clock starts: `build` returns while its
+/// workers are still starting, and a clock started then timed their start with the first
+/// batch (about a millisecond on the 2-CPU machine, the size of the whole gap between the
+/// strategies; BENCHMARKS.md, "2026-12-03, later"). Gives up after a second (a worker
+/// kept busy by something else), and the run goes on.
+fn wait_until_parked(rt: &Runtime) {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    // A worker's park is counted before it blocks.
+    while !rt.stats().workers.iter().all(|w| w.parks > w.unparks) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_micros(50));
+    }
 }
 
 fn print_pattern(

@@ -4,12 +4,13 @@
 //! One pool of worker threads runs fork-join code ([`join`] two closures, or [`scope`] any
 //! number of jobs that borrow from the stack), async tasks ([`spawn`], [`block_on`],
 //! [`JoinHandle`], [`time`]), and submitted closures ([`Runtime::submit`],
-//! [`Runtime::submit_to`]). An async task may call `join` directly, and parallel code may
-//! spawn futures: both worlds share the workers, the queues and the statistics. Closures that
-//! block go to a separate, bounded pool ([`spawn_blocking`]). Sockets ([`net`], tokio's API)
-//! and descriptors of your own ([`io::AsyncFd`]) wait on an I/O driver that the workers turn
-//! themselves; features `tokio-io` and `futures-io` add the ecosystem's `AsyncRead` and
-//! `AsyncWrite` to the streams.
+//! [`Runtime::submit_to`], or without handles [`Runtime::execute`]). An async task may call
+//! `join` directly, and parallel code may spawn futures: both worlds share the workers, the
+//! queues and the statistics. Closures that block go to a separate, bounded pool
+//! ([`spawn_blocking`]). Sockets ([`net`], tokio's API) and descriptors of your own
+//! ([`io::AsyncFd`]) wait on an I/O driver that the workers turn themselves; features
+//! `tokio-io` and `futures-io` add the ecosystem's `AsyncRead` and `AsyncWrite` to the
+//! streams.
 //!
 //! # A tour
 //!
@@ -137,9 +138,9 @@ mod stats;
 
 pub use join::{join, scope, Scope};
 pub use runtime::{
-    block_on, current_num_workers, current_worker_index, default_runtime, spawn, spawn_blocking,
-    submit, try_default_runtime, ActiveWorkersError, BuildError, Builder, Runtime, StallInfo,
-    SubmitError, UnhandledPanic, MAX_WORKERS, MIN_STACK_SIZE,
+    block_on, current_num_workers, current_worker_index, default_runtime, execute, spawn,
+    spawn_blocking, submit, try_default_runtime, ActiveWorkersError, BuildError, Builder, Runtime,
+    StallInfo, SubmitError, UnhandledPanic, MAX_WORKERS, MIN_STACK_SIZE,
 };
 pub use stats::{Stats, WorkerStats};
 pub use sync::barrier::{BarrierMode, AUTO_ASYMMETRIC_MAX_CPUS};

@@ -1,4 +1,5 @@
-//! The task pool's submission API: `submit_balanced` and `Runtime::wait_idle`.
+//! The task pool's submission API: `submit_balanced`, `submit_batch`, `execute` and
+//! `execute_batch`, and `Runtime::wait_idle`.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -350,4 +351,128 @@ fn submit_batch_delivers_each_panic_to_its_own_handle() {
             }
         }
     }
+}
+
+#[test]
+fn execute_batch_runs_every_closure_once_and_wait_idle_waits_for_them() {
+    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    // Long enough for several shared blocks, and a length the iterator does not announce.
+    let n = 1000;
+    rt.execute_batch((0..n).filter(|_| true).map(|_| {
+        let ran = ran.clone();
+        move || {
+            ran.fetch_add(1, SeqCst);
+        }
+    }));
+    rt.wait_idle();
+    assert_eq!(ran.load(SeqCst), n);
+    let stats = rt.stats();
+    assert_eq!(stats.tasks_alive, 0);
+    assert_eq!(stats.tasks_spawned(), n as u64);
+}
+
+#[test]
+fn execute_from_a_worker_queues_locally_and_wait_idle_waits_for_it() {
+    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let outer = ran.clone();
+    rt.execute(move || {
+        assert!(magpie::current_worker_index().is_some());
+        for _ in 0..100 {
+            let ran = outer.clone();
+            // On this task's runtime, from one of its workers.
+            magpie::execute(move || {
+                ran.fetch_add(1, SeqCst);
+            });
+        }
+    });
+    rt.wait_idle();
+    assert_eq!(ran.load(SeqCst), 100);
+    let stats = rt.stats();
+    assert_eq!(stats.tasks_alive, 0);
+    // The outer task came from outside; the hundred were spawned on a worker.
+    assert_eq!(stats.tasks_spawned_remote, 1);
+    assert_eq!(stats.tasks_spawned(), 101);
+}
+
+#[test]
+fn execute_hands_a_panic_to_the_unhandled_panic_policy() {
+    let rt = Runtime::builder()
+        .worker_threads(2)
+        .unhandled_panic(magpie::UnhandledPanic::ShutdownRuntime)
+        .build()
+        .unwrap();
+    rt.execute(|| panic!("an executed closure failed"));
+    // Nobody holds a handle: the policy shuts the runtime down, and `block_on` resumes the
+    // panic on its caller.
+    let err = panic::catch_unwind(AssertUnwindSafe(|| {
+        rt.block_on(std::future::pending::<()>())
+    }))
+    .unwrap_err();
+    assert_eq!(
+        err.downcast_ref::<&str>(),
+        Some(&"an executed closure failed")
+    );
+}
+
+/// Counts its drops: a closure holding one is dropped exactly once, run or not.
+struct CountDrop(Arc<AtomicUsize>);
+
+impl Drop for CountDrop {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn executed_closures_are_dropped_once_whether_they_ran_or_the_runtime_dropped_them() {
+    // No stall monitor: it would start a replacement worker for the held ones.
+    let rt = common::runtime_without_monitor(2);
+    let (release, blockers) = occupy_all_workers(&rt);
+    let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let n = 200;
+    rt.execute_batch((0..n).map(|_| {
+        let (ran, guard) = (ran.clone(), CountDrop(dropped.clone()));
+        move || {
+            let _guard = guard;
+            ran.fetch_add(1, SeqCst);
+        }
+    }));
+    // Every closure is queued behind the blockers; the runtime's drop cancels whatever has
+    // not run by the time the blockers end.
+    assert_eq!(ran.load(SeqCst), 0);
+    drop(release);
+    drop(blockers);
+    drop(rt);
+    assert_eq!(dropped.load(SeqCst), n);
+    assert!(ran.load(SeqCst) <= n);
+}
+
+#[test]
+fn execute_batch_runs_the_closures_built_before_its_iterator_panics() {
+    let rt = Runtime::builder().worker_threads(2).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let closures = (0..40usize).map(|i| {
+        if i == 21 {
+            panic!("the iterator fails at 21");
+        }
+        let ran = ran.clone();
+        move || {
+            ran.fetch_add(1, SeqCst);
+        }
+    });
+    let err = panic::catch_unwind(AssertUnwindSafe(|| rt.execute_batch(closures))).unwrap_err();
+    assert_eq!(
+        err.downcast_ref::<&str>(),
+        Some(&"the iterator fails at 21")
+    );
+    let guard = Deadline::new(
+        "wait_idle after an executed batch whose iterator panicked",
+        std::time::Duration::from_secs(60),
+    );
+    rt.wait_idle();
+    drop(guard);
+    assert_eq!(ran.load(SeqCst), 21);
+    assert_eq!(rt.stats().tasks_alive, 0);
 }

@@ -616,6 +616,75 @@ impl Runtime {
         )
     }
 
+    /// Runs the closure `f` as a task on this runtime, as [`submit`](Runtime::submit) does,
+    /// but without a [`JoinHandle`]: nobody joins it, so nothing is kept for its result, and
+    /// neither the handle nor its drop costs anything (the task starts as a detached one).
+    /// [`wait_idle`](Runtime::wait_idle) waits for it, and the runtime's shutdown drops it
+    /// if it has not run. A panic in `f` has nobody to go to: it is an unhandled panic, for
+    /// the runtime's [`UnhandledPanic`](crate::UnhandledPanic) policy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let total = Arc::new(AtomicU64::new(0));
+    /// for i in 1..=100u64 {
+    ///     let total = total.clone();
+    ///     rt.execute(move || {
+    ///         total.fetch_add(i, Ordering::Relaxed);
+    ///     });
+    /// }
+    /// rt.wait_idle();
+    /// assert_eq!(total.load(Ordering::Relaxed), 5050);
+    /// ```
+    #[track_caller]
+    pub fn execute<F>(&self, f: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.registry.execute(Closure::new(f), Origin::caller())
+    }
+
+    /// Runs every closure of `fs` as a task on this runtime without handles: what
+    /// [`submit_batch`](Runtime::submit_batch) does, each closure queued as soon as `fs`
+    /// yields it and the cells sharing blocks, but with nothing returned, as
+    /// [`execute`](Runtime::execute) for each. For a batch whose handles would be dropped
+    /// anyway this spares the handles' `Vec` and a write to every task from this thread
+    /// after it was queued. [`wait_idle`](Runtime::wait_idle) waits for the batch; a panic
+    /// in a closure is an unhandled panic.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let done = Arc::new(AtomicUsize::new(0));
+    /// rt.execute_batch((0..1000).map(|_| {
+    ///     let done = done.clone();
+    ///     move || {
+    ///         done.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    /// }));
+    /// rt.wait_idle();
+    /// assert_eq!(done.load(Ordering::Relaxed), 1000);
+    /// ```
+    #[track_caller]
+    pub fn execute_batch<I, F>(&self, fs: I)
+    where
+        I: IntoIterator<Item = F>,
+        F: FnOnce() + Send + 'static,
+    {
+        self.registry.execute_batch(
+            fs.into_iter().map(Closure::new),
+            std::panic::Location::caller(),
+        )
+    }
+
     /// Runs the closure `f` as a task queued on the less loaded of two workers picked at
     /// random (the task pool's *submit smart*): a worker's load is its queued tasks, read
     /// without a lock. Two random choices spread work nearly as evenly as asking every
@@ -962,6 +1031,27 @@ where
     // The caller's location, taken here: a closure has none of its own.
     let origin = Origin::caller();
     context::with_current_registry(|registry| registry.spawn(Closure::new(f), origin))
+}
+
+/// Runs the closure `f` as a task on the current runtime without a handle (see
+/// [`Runtime::execute`]): from one of a runtime's tasks, on that runtime.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::mpsc;
+///
+/// let (tx, rx) = mpsc::channel();
+/// magpie::execute(move || tx.send("done").unwrap());
+/// assert_eq!(rx.recv().unwrap(), "done");
+/// ```
+#[track_caller]
+pub fn execute<F>(f: F)
+where
+    F: FnOnce() + Send + 'static,
+{
+    let origin = Origin::caller();
+    context::with_current_registry(|registry| registry.execute(Closure::new(f), origin))
 }
 
 /// Runs the closure `f` on the current runtime's blocking pool (see

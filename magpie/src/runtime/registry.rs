@@ -19,7 +19,7 @@ use crate::sync::atomic::*;
 use crate::sync::thread::thread_local;
 use crate::sync::{AtomicBool, AtomicUsize, StatAtomicU64 as AtomicU64};
 use crate::task::block::{Batch, BlockSpares};
-use crate::task::notified::{new_task_in, Notified, Schedule};
+use crate::task::notified::{new_detached_task_in, new_task_in, Notified, Schedule};
 use crate::task::owned::OwnedTasks;
 use crate::task::raw::{Header, Identity, Origin, RawTask};
 use crate::task::{Id, JoinHandle};
@@ -518,14 +518,33 @@ impl Registry {
         // One look at the thread-local for both the count and the queue.
         self.with_own_worker(|worker| {
             let (task, handle) = self.new_bound_task(future, worker, origin, None);
-            if let Some(task) = task {
-                match worker {
-                    Some(worker) => worker.schedule_local(task, false),
-                    None => self.push_remote(task),
-                }
-            }
+            self.queue_new(task, worker);
             handle
         })
+    }
+
+    /// [`spawn`](Self::spawn) without a handle (`Runtime::execute`).
+    pub(crate) fn execute<F>(self: &Arc<Registry>, future: F, origin: Origin)
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.with_own_worker(|worker| {
+            let task = self.new_bound_detached_task(future, worker, origin, None);
+            self.queue_new(task, worker);
+        })
+    }
+
+    /// Queues a new task (if the runtime took it) where a spawn from `worker` goes: that
+    /// worker's own queues, or from outside the pool the inject queue.
+    #[inline]
+    fn queue_new(&self, task: Option<Task>, worker: Option<&WorkerThread>) {
+        if let Some(task) = task {
+            match worker {
+                Some(worker) => worker.schedule_local(task, false),
+                None => self.push_remote(task),
+            }
+        }
     }
 
     /// Spawns every future of `futures` as a task with the caller's location (`Runtime::
@@ -551,9 +570,52 @@ impl Registry {
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        let futures = futures.into_iter();
+        let mut handles = Vec::with_capacity(futures.size_hint().0);
+        self.queue_batch(futures, location, |future, worker, origin, batch| {
+            let (task, handle) = self.new_bound_task(future, worker, origin, batch);
+            handles.push(handle);
+            task
+        });
+        handles
+    }
+
+    /// [`spawn_batch`](Self::spawn_batch) without handles (`Runtime::execute_batch`).
+    pub(crate) fn execute_batch<F>(
+        self: &Arc<Registry>,
+        futures: impl IntoIterator<Item = F>,
+        location: &'static std::panic::Location<'static>,
+    ) where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.queue_batch(
+            futures.into_iter(),
+            location,
+            |future, worker, origin, batch| {
+                self.new_bound_detached_task(future, worker, origin, batch)
+            },
+        );
+    }
+
+    /// The loop of a batch: makes a task of each future with `make` (which binds it, or
+    /// shuts it down and returns `None` if the runtime is closing), in shared blocks, and
+    /// queues it with its notification before asking `futures` for the next.
+    fn queue_batch<F>(
+        self: &Arc<Registry>,
+        mut futures: impl Iterator<Item = F>,
+        location: &'static std::panic::Location<'static>,
+        mut make: impl FnMut(
+            F,
+            Option<&WorkerThread>,
+            Origin,
+            Option<(&mut Batch<'_, F, Arc<Registry>>, usize)>,
+        ) -> Option<Task>,
+    ) where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
         self.with_own_worker(|worker| {
-            let mut futures = futures.into_iter();
-            let mut handles = Vec::with_capacity(futures.size_hint().0);
             // The batch's cells share blocks (`task/block.rs`), one allocation for up to 64
             // of them; the unused rest of the last block is given back when this drops.
             let mut cells = Batch::new(Some(&self.block_spares));
@@ -566,9 +628,7 @@ impl Registry {
                 // This task and the ones the iterator still promises.
                 let hint = futures.size_hint().0.saturating_add(1);
                 let batch = cells.as_mut().map(|cells| (cells, hint));
-                let (task, handle) = self.new_bound_task(future, worker, origin, batch);
-                handles.push(handle);
-                if let Some(task) = task {
+                if let Some(task) = make(future, worker, origin, batch) {
                     // Not counted as a remote schedule: a batch's tasks count as spawns
                     // only, from inside the pool or out.
                     self.push_inject(task);
@@ -578,7 +638,6 @@ impl Registry {
                 }
                 i += 1;
             }
-            handles
         })
     }
 
@@ -675,6 +734,36 @@ impl Registry {
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        let (scheduler, identity) = self.new_task_parts(spawner, origin);
+        let (task, handle) = new_task_in(future, scheduler, identity, batch);
+        (self.bind_new(task), handle)
+    }
+
+    /// [`new_bound_task`](Self::new_bound_task) for a task without a `JoinHandle`
+    /// (`Runtime::execute`).
+    fn new_bound_detached_task<F>(
+        self: &Arc<Registry>,
+        future: F,
+        spawner: Option<&WorkerThread>,
+        origin: Origin,
+        batch: Option<(&mut Batch<'_, F, Arc<Registry>>, usize)>,
+    ) -> Option<Task>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (scheduler, identity) = self.new_task_parts(spawner, origin);
+        self.bind_new(new_detached_task_in(future, scheduler, identity, batch))
+    }
+
+    /// What a new task carries besides its future: its scheduler (a reference to this
+    /// runtime) and its identity. Counts the spawn.
+    #[inline]
+    fn new_task_parts(
+        self: &Arc<Registry>,
+        spawner: Option<&WorkerThread>,
+        origin: Origin,
+    ) -> (Arc<Registry>, Identity) {
         self.count_spawn(spawner);
         // The spawn time, for tasks that keep counters (`Identity::new`): a worker's last
         // clock reading (see ARCHITECTURE.md, "Task identity and the live-task dump"); from
@@ -699,7 +788,14 @@ impl Registry {
             Some(worker) => worker.registry_ref(),
             None => self.clone(),
         };
-        let (task, handle) = new_task_in(future, scheduler, identity, batch);
+        (scheduler, identity)
+    }
+
+    /// Calls the spawn hook for a new task and links it into the live-task list. `None` when
+    /// the runtime is shutting down: the task was shut down here (its future dropped, any
+    /// handle resolving to cancelled).
+    #[inline]
+    fn bind_new(&self, task: Task) -> Option<Task> {
         if self.task_hooks_set {
             if self.owned.is_closed() {
                 // Refused before any hook ran: the runtime shuts its tasks down. Neither
@@ -709,17 +805,17 @@ impl Registry {
                 // refused after its spawn hook ran (the close came in between) gets its
                 // terminate hook once: a spawn from that hook finds the list closed here.
                 refuse_quietly(task);
-                return (None, handle);
+                return None;
             }
             // SAFETY: the Notified holds a reference to the task.
             self.hooks.spawned(unsafe { task.raw().header() });
         }
         // SAFETY: the new task's Notified holds a reference; it was never linked.
         if unsafe { self.owned.bind(task.raw()) } {
-            (Some(task), handle)
+            Some(task)
         } else {
             task.shutdown();
-            (None, handle)
+            None
         }
     }
 

@@ -194,7 +194,7 @@ where
     F::Output: Send + 'static,
     S: Schedule,
 {
-    let raw = RawTask::new(future, scheduler, identity, batch);
+    let raw = RawTask::new(future, scheduler, identity, batch, false);
     // SAFETY: a new task holds two references and NOTIFIED (`INITIAL_STATE`): one reference
     // and NOTIFIED are the Notified's; its scheduler type is `S`.
     let notified = unsafe { Notified::from_raw(raw) };
@@ -202,4 +202,23 @@ where
     // `F::Output`.
     let handle = unsafe { JoinHandle::from_raw(raw) };
     (notified, handle)
+}
+
+/// [`new_task_in`] for a task nobody will join (`Runtime::execute`): no `JoinHandle`, and the
+/// task starts as if its handle had been dropped before it was queued.
+pub(crate) fn new_detached_task_in<F, S>(
+    future: F,
+    scheduler: S,
+    identity: Identity,
+    batch: Option<(&mut Batch<'_, F, S>, usize)>,
+) -> Notified<S>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    let raw = RawTask::new(future, scheduler, identity, batch, true);
+    // SAFETY: a new detached task holds one reference and NOTIFIED (`DETACHED_STATE`), the
+    // Notified's; its scheduler type is `S`.
+    unsafe { Notified::from_raw(raw) }
 }

@@ -393,13 +393,15 @@ pub(crate) struct RawTask {
 
 impl RawTask {
     /// Allocates a task in the state `INITIAL_STATE` (two references, `NOTIFIED`,
-    /// `JOIN_INTEREST`), holding `future`: in a box of its own, or, given a batch, in the
-    /// batch's block (`block.rs`; `hint` as in `Batch::place`).
+    /// `JOIN_INTEREST`), or `DETACHED_STATE` if `detached` (one reference, `NOTIFIED`),
+    /// holding `future`: in a box of its own, or, given a batch, in the batch's block
+    /// (`block.rs`; `hint` as in `Batch::place`).
     pub(crate) fn new<F, S>(
         future: F,
         scheduler: S,
         identity: Identity,
         batch: Option<(&mut Batch<'_, F, S>, usize)>,
+        detached: bool,
     ) -> RawTask
     where
         F: Future + Send + 'static,
@@ -408,7 +410,11 @@ impl RawTask {
     {
         let cell = |vtable| Cell {
             header: Header {
-                state: State::new(),
+                state: if detached {
+                    State::new_detached()
+                } else {
+                    State::new()
+                },
                 vtable,
                 queue_next: UnsafeCell::new(ptr::null_mut()),
                 owned: UnsafeCell::new(OwnedLink::default()),

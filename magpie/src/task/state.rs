@@ -218,6 +218,11 @@ pub(crate) const MAX_REFS: usize = (isize::MAX as usize) >> REF_COUNT_SHIFT;
 /// (`OwnedTasks::bind`), and gives it back when the task leaves the list.
 pub(crate) const INITIAL_STATE: usize = (2 * REF_ONE) | JOIN_INTEREST | NOTIFIED;
 
+/// The state of a new task that nobody will join (`Runtime::execute`): [`INITIAL_STATE`]
+/// without the handle, so one reference (the `Notified`'s) and no `JOIN_INTEREST`, as if its
+/// handle had been dropped before the task was queued.
+pub(crate) const DETACHED_STATE: usize = REF_ONE | NOTIFIED;
+
 /// A copy of the state word.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Snapshot(usize);
@@ -411,6 +416,14 @@ impl State {
     pub(crate) fn new() -> State {
         State {
             val: AtomicUsize::new(INITIAL_STATE),
+        }
+    }
+
+    /// The state of a new task without a `JoinHandle` (see [`DETACHED_STATE`]).
+    #[inline]
+    pub(crate) fn new_detached() -> State {
+        State {
+            val: AtomicUsize::new(DETACHED_STATE),
         }
     }
 

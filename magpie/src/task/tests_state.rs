@@ -98,6 +98,18 @@ fn initial_state() {
 }
 
 #[test]
+fn detached_state_is_the_initial_state_without_its_handle() {
+    let state = State::new_detached().load();
+    assert_eq!(state.bits(), DETACHED_STATE);
+    assert_eq!(state.ref_count(), 1, "the Notified's alone");
+    assert!(state.is_notified() && state.is_idle() && !state.is_join_interested());
+    // What a new task's state is once its handle is dropped before the first poll.
+    let dropped = State::new();
+    assert!(dropped.unset_join_interested(true).is_ok());
+    assert_eq!(dropped.load().bits(), DETACHED_STATE);
+}
+
+#[test]
 fn transition_to_running_table() {
     use TransitionToRunning::*;
     check_table(
