@@ -301,34 +301,42 @@ fn submit_batch_survives_a_size_hint_that_overpromises_and_a_handle_kept_past_th
     assert_eq!(rt.stats().tasks_alive, 0);
 }
 
-#[test]
-fn submit_batch_runs_the_closures_built_before_its_iterator_panics() {
-    // The iterator panics after 37 closures: each was queued as it was built, so all 37
-    // run, and none is left live and unqueued for `wait_idle` to wait on for good.
+/// The closures a batch's iterator yields before it panics at `fail_at`.
+type Closures = Box<dyn Iterator<Item = Box<dyn FnOnce() + Send>>>;
+
+/// A batch (`submit` hands it to the runtime) whose iterator panics after `fail_at`
+/// closures: each was queued as it was built, so all of them run, and none is left live and
+/// unqueued for `wait_idle` to wait on for good.
+fn closures_built_before_the_iterator_panics_run(fail_at: usize, submit: fn(&Runtime, Closures)) {
     let rt = Runtime::builder().worker_threads(2).build().unwrap();
     let ran = Arc::new(AtomicUsize::new(0));
-    let closures = (0..40usize).map(|i| {
-        if i == 37 {
-            panic!("the iterator fails at 37");
+    let counter = ran.clone();
+    let closures: Closures = Box::new((0..fail_at + 3).map(move |i| {
+        if i == fail_at {
+            panic!("the iterator fails");
         }
-        let ran = ran.clone();
-        move || {
+        let ran = counter.clone();
+        Box::new(move || {
             ran.fetch_add(1, SeqCst);
-        }
-    });
-    let err = panic::catch_unwind(AssertUnwindSafe(|| rt.submit_batch(closures))).unwrap_err();
-    assert_eq!(
-        err.downcast_ref::<&str>(),
-        Some(&"the iterator fails at 37")
-    );
+        }) as Box<dyn FnOnce() + Send>
+    }));
+    let err = panic::catch_unwind(AssertUnwindSafe(|| submit(&rt, closures))).unwrap_err();
+    assert_eq!(err.downcast_ref::<&str>(), Some(&"the iterator fails"));
     let guard = Deadline::new(
         "wait_idle after a batch whose iterator panicked",
         std::time::Duration::from_secs(60),
     );
     rt.wait_idle();
     drop(guard);
-    assert_eq!(ran.load(SeqCst), 37);
+    assert_eq!(ran.load(SeqCst), fail_at);
     assert_eq!(rt.stats().tasks_alive, 0);
+}
+
+#[test]
+fn submit_batch_runs_the_closures_built_before_its_iterator_panics() {
+    closures_built_before_the_iterator_panics_run(37, |rt, closures| {
+        drop(rt.submit_batch(closures));
+    });
 }
 
 #[test]
@@ -451,28 +459,5 @@ fn executed_closures_are_dropped_once_whether_they_ran_or_the_runtime_dropped_th
 
 #[test]
 fn execute_batch_runs_the_closures_built_before_its_iterator_panics() {
-    let rt = Runtime::builder().worker_threads(2).build().unwrap();
-    let ran = Arc::new(AtomicUsize::new(0));
-    let closures = (0..40usize).map(|i| {
-        if i == 21 {
-            panic!("the iterator fails at 21");
-        }
-        let ran = ran.clone();
-        move || {
-            ran.fetch_add(1, SeqCst);
-        }
-    });
-    let err = panic::catch_unwind(AssertUnwindSafe(|| rt.execute_batch(closures))).unwrap_err();
-    assert_eq!(
-        err.downcast_ref::<&str>(),
-        Some(&"the iterator fails at 21")
-    );
-    let guard = Deadline::new(
-        "wait_idle after an executed batch whose iterator panicked",
-        std::time::Duration::from_secs(60),
-    );
-    rt.wait_idle();
-    drop(guard);
-    assert_eq!(ran.load(SeqCst), 21);
-    assert_eq!(rt.stats().tasks_alive, 0);
+    closures_built_before_the_iterator_panics_run(21, |rt, closures| rt.execute_batch(closures));
 }
