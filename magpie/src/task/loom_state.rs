@@ -803,18 +803,16 @@ fn loom_handle_reads_or_drops_while_the_task_leaves_the_list() {
 /// and is dropped. `bound`: the task is in the live list (a task the closing list refused
 /// is not, and then nothing but the completer's reference keeps it). `lend`: the handle
 /// lends a join waker before it is dropped, so that it writes the task (the waker slot)
-/// before its reference goes. `broken` plants a bug the model must catch.
-fn deferred_unlink_races_a_waker_and_the_handle(bound: bool, lend: bool, broken: Broken) {
+/// before its reference goes. With `broken`, the completer drops its own reference at
+/// `COMPLETE` anyway.
+fn deferred_unlink_races_a_waker_and_the_handle(bound: bool, lend: bool, broken: bool) {
     model(THREE_THREAD_CAP, move || {
         with_task(true, |task| {
             if bound {
                 task.bind();
             }
             task.defer_unlinks.store(true, Relaxed);
-            task.defer_drops_own_ref
-                .store(broken == Broken::OwnReference, Relaxed);
-            task.unreachable_load_relaxed
-                .store(broken == Broken::RelaxedLoad, Relaxed);
+            task.defer_drops_own_ref.store(broken, Relaxed);
             task.state.ref_inc();
             let waker = spawn(task, |task| task.wake_by_ref_then_drop());
             let handle = spawn(task, move |task| {
@@ -841,13 +839,13 @@ fn loom_deferred_unlink_races_a_waker_and_the_handle() {
     // Freed once, by whoever drops the last reference, never before the worker's unlink;
     // a `wait_idle` that sees the task unlinked sees its output dropped. The handle's drop
     // of its lent waker happens before the free, whoever frees.
-    deferred_unlink_races_a_waker_and_the_handle(true, true, Broken::No);
+    deferred_unlink_races_a_waker_and_the_handle(true, true, false);
 }
 
 #[test]
 fn loom_deferred_unlink_of_a_task_never_linked() {
     // As above, for a task outside the list: the completer's reference alone keeps it.
-    deferred_unlink_races_a_waker_and_the_handle(false, false, Broken::No);
+    deferred_unlink_races_a_waker_and_the_handle(false, false, false);
 }
 
 #[test]
@@ -857,7 +855,7 @@ fn loom_deferred_unlink_without_the_completers_reference_is_caught() {
     // waker's drop can free the task before the worker reaches it, and loom finds the
     // worker's access after the free (a use after free, or an access unordered with the
     // free, whichever the interleaving gives).
-    deferred_unlink_races_a_waker_and_the_handle(false, false, Broken::OwnReference);
+    deferred_unlink_races_a_waker_and_the_handle(false, false, true);
 }
 
 /// The task completes on a worker that defers the unlink, while its handle lends a join
@@ -895,16 +893,6 @@ fn loom_deferred_unlink_whose_last_reference_check_is_relaxed_is_caught() {
     // The negative control of the model above: by a Relaxed load, the free is unordered with
     // the handle's drop of its waker, and loom reports the two accesses to the slot.
     deferred_unlink_races_a_lent_waker(true);
-}
-
-/// Which bug, if any, `deferred_unlink_races_a_waker_and_the_handle` plants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Broken {
-    No,
-    /// The completer drops its own reference at `COMPLETE` anyway.
-    OwnReference,
-    /// The unlink checks for its last references with a Relaxed load.
-    RelaxedLoad,
 }
 
 /// Sets how many of the task's polls wake it themselves (`Task::yields`) before any other
