@@ -198,3 +198,39 @@ fn work_queued_behind_a_long_poll_wakes_a_parked_worker() {
         }
     }
 }
+
+/// Two tasks spawned from outside into a parked pool, the first blocking its poll until the
+/// second has run. The first spawn wakes a worker as a searcher; the second sees it searching
+/// and wakes nobody, so the searcher, when it finds work, must wake the other worker for
+/// what is left (R3). While it is the only worker awake it looks at the queues first, in
+/// both barrier modes (R3a in sleep/README.md): a look that missed the second task would
+/// leave it behind the blocked poll for good, since the stall monitor, which would rescue
+/// it, is off here.
+#[test]
+fn a_task_spawned_behind_a_blocking_one_into_a_parked_pool_runs_elsewhere() {
+    for mode in [
+        magpie::BarrierMode::Asymmetric,
+        magpie::BarrierMode::Symmetric,
+    ] {
+        let rt = magpie::Runtime::builder()
+            .worker_threads(2)
+            .stall_threshold(None)
+            .barrier(mode)
+            .build()
+            .unwrap();
+        for _ in 0..50 {
+            rt.wait_idle();
+            // Not a sleep: a wait for a state, which the watchdog of `eventually` bounds.
+            common::eventually("every worker parks", || {
+                rt.stats().workers.iter().all(|w| w.parks > w.unparks)
+            });
+            let (tx, rx) = mpsc::channel();
+            let blocked = rt.spawn(async move { rx.recv_timeout(DEADLINE) });
+            let second = rt.spawn(async move { tx.send(()).unwrap() });
+            rt.block_on(blocked)
+                .unwrap()
+                .unwrap_or_else(|_| panic!("{mode:?}: the second task waited behind the first"));
+            rt.block_on(second).unwrap();
+        }
+    }
+}

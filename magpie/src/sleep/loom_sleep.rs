@@ -294,6 +294,72 @@ fn loom_without_recheck_work_is_stranded() {
     });
 }
 
+impl Pool {
+    /// A searcher that takes one job, applies R3 through `last_searcher_found_work` (unless
+    /// `r3` is false: the negative control), and then runs that job for good, as a task that
+    /// blocks its worker does: it never looks at the queue again, so anything published
+    /// meanwhile must be run by a worker that somebody woke.
+    fn search_then_block(&self, r3: bool) {
+        assert!(
+            self.try_take(),
+            "the job queued before the threads started is gone"
+        );
+        // Relaxed: the final counts are read after joining the threads.
+        self.ran.fetch_add(1, Relaxed);
+        if self.sleep.stop_searching() && r3 {
+            self.sleep
+                .last_searcher_found_work(|| false, || self.has_jobs());
+        }
+    }
+
+    /// A task published from outside the pool, as a remote spawn does: a SeqCst
+    /// read-modify-write of the queue's count, then `notify_task_after_seqcst_push`.
+    fn publish_task_outside(&self) {
+        // SeqCst: the remote spawn's push (`queue/linked_inject.rs`), which the notification
+        // relies on.
+        self.jobs.fetch_add(1, SeqCst);
+        self.sleep.notify_task_after_seqcst_push();
+    }
+}
+
+/// R3a (sleep/README.md): worker 0 is the last searcher, with worker 1 parked, so it is
+/// alone; it finds one task and blocks in it, while an outside thread publishes a second.
+/// Either the publisher sees no searcher and wakes worker 1, or the searcher's look after its
+/// fence sees the task and does. With `r3` false the searcher applies no rule, as a pool
+/// that trusted "nobody else is awake, so nobody needs waking" would.
+fn last_searcher_alone_vs_outside_publisher(r3: bool) {
+    model(None, move || {
+        with_pool(2, |pool| {
+            assert!(!pool.sleep.register_parked(1, false));
+            assert!(pool.sleep.try_start_searching());
+            // Relaxed: before the threads start.
+            pool.jobs.store(1, Relaxed);
+            let searcher = spawn(pool, move |pool| pool.search_then_block(r3));
+            let parked = spawn(pool, |pool| {
+                let searching = pool.sleep.park(1, None) == Wake::Searching;
+                pool.worker_of(true, 1, searching, 2, true);
+            });
+            pool.publish_task_outside();
+            searcher.join().unwrap();
+            parked.join().unwrap();
+            pool.check_quiescent(2);
+        });
+    });
+}
+
+#[test]
+fn loom_last_searcher_alone_vs_outside_publisher() {
+    last_searcher_alone_vs_outside_publisher(true);
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn loom_last_searcher_alone_that_skips_r3_strands_the_task() {
+    // Negative control: the publisher saw the searcher and woke nobody, the searcher looked
+    // at nothing, and worker 1 sleeps on with the task queued.
+    last_searcher_alone_vs_outside_publisher(false);
+}
+
 /// Values of `Pool::latch`, as in `join::latch::SpinLatch`: the waiter announces it is going
 /// to sleep, and the setter wakes it with a plain token if it did.
 const UNSET: usize = 0;

@@ -190,25 +190,48 @@ impl Sleep {
     /// wakeup is lost", case 2). Either way one worker at most: the one woken applies R3 in
     /// turn if it finds work while it is the last searcher, so wakes chain only while work
     /// is left.
+    ///
+    /// **Alone in the asymmetric mode.** When every other worker is parked, the asymmetric
+    /// mode looks first, after a plain `fence(SeqCst)`, and wakes only for work it sees, as
+    /// the symmetric mode does (R3a in sleep/README.md). No `membarrier` is needed then: a
+    /// worker that published with a light barrier and skipped its wake because of us has
+    /// parked since (our load of `state` reads its R2 decrement, which follows its
+    /// publication), and its own recheck (R5) sees what it published; every other publisher
+    /// is outside the pool and publishes behind a SeqCst fence or a SeqCst read-modify-write
+    /// of the queue's count, which our fence pairs with. In a pool fed one request at a time
+    /// this is the common case, and the wake it saves cost the woken worker's search and
+    /// park, and the waker's futex call, on the request's path: a chain of spawns into a
+    /// parked 2-worker pool took 250 µs with the wake and 190 without (BENCHMARKS.md,
+    /// "2026-12-03, fourth").
     pub(crate) fn last_searcher_found_work(
         &self,
         jobs: impl FnOnce() -> bool,
         tasks: impl FnOnce() -> bool,
     ) {
         if self.barrier.is_asymmetric() {
-            // As in `notify_work`.
-            self.barrier.light();
-            // Acquire: as in `notify_work`.
-            let Some(state) = self.unsaturated(Acquire) else {
+            // SeqCst: read after our `stop_searching` (a SeqCst RMW of this word), so it
+            // shows every R2 decrement ordered before that RMW.
+            let state = IdleState(self.state.load(SeqCst));
+            if state.unparked() > 1 {
+                // As in `notify_work`.
+                self.barrier.light();
+                // Acquire: as in `notify_work`.
+                let Some(state) = self.unsaturated(Acquire) else {
+                    return;
+                };
+                if self.wake_wanted(state) && !self.wake_free_cold() && jobs() {
+                    // Only workers inside `join` are parked, and a job is queued.
+                    self.wake_any_cold();
+                }
                 return;
-            };
-            if self.wake_wanted(state) && !self.wake_free_cold() && jobs() {
-                // Only workers inside `join` are parked, and a job is queued.
-                self.wake_any_cold();
             }
-            return;
+            // Alone (see above). SeqCst: pairs with the SeqCst fence or RMW of an outside
+            // publisher, so that either its load of `state` sees our `stop_searching` and it
+            // woke a worker itself, or the loads of the queues below see its push.
+            fence(SeqCst);
+        } else {
+            self.barrier.heavy();
         }
-        self.barrier.heavy();
         if jobs() {
             self.notify_work();
         } else if tasks() {

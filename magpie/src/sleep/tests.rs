@@ -368,10 +368,47 @@ fn a_130_worker_pool_claims_each_boundary_worker_once() {
     assert_eq!(sleep.load(), IdleState(sleep.saturated_state()));
 }
 
+/// R3a: a last searcher with every other worker parked looks at the queues before it wakes
+/// anyone, in both modes: nobody for nothing, one worker for a task it sees. With another
+/// worker awake, the asymmetric mode wakes one without looking, as before (R3).
+#[test]
+fn the_last_searcher_alone_wakes_only_for_work_it_sees() {
+    for barrier in [Barrier::SYMMETRIC, Barrier::best_available()] {
+        let mode = barrier.mode();
+        // Workers 0 and 1 park; worker 2 searches, finds work and is alone.
+        let sleep = Sleep::with_driver(3, None, barrier);
+        assert!(!sleep.register_parked(0, false));
+        assert!(!sleep.register_parked(1, false));
+        assert!(sleep.try_start_searching());
+        assert!(sleep.stop_searching());
+        sleep.last_searcher_found_work(|| false, || false);
+        assert_eq!(counts(&sleep), (1, 0), "{mode:?}: a wake for nothing");
+        assert!(sleep.try_start_searching());
+        assert!(sleep.stop_searching());
+        sleep.last_searcher_found_work(|| false, || true);
+        assert_eq!(counts(&sleep), (2, 1), "{mode:?}: nobody woken for a task");
+        // Worker 0 wakes as the searcher and finds work; worker 2 is awake too.
+        assert_eq!(sleep.park(0, BRIEFLY), Wake::Searching);
+        assert!(sleep.stop_searching());
+        sleep.last_searcher_found_work(|| false, || false);
+        let woken = usize::from(barrier.is_asymmetric());
+        assert_eq!(
+            counts(&sleep),
+            (2 + woken, woken),
+            "{mode:?}: not alone, with nothing seen"
+        );
+        if barrier.is_asymmetric() {
+            assert_eq!(sleep.park(1, BRIEFLY), Wake::Searching);
+            assert!(sleep.stop_searching());
+        }
+    }
+}
+
 /// R3, the last searcher finding work: a worker parked inside `join` is woken only for a job
 /// (R6: it runs nothing else), and a worker parked outside `join` before it, in both modes.
-/// In the asymmetric mode the rule looks at no queue for tasks (its barrier would be a
-/// `membarrier`); until 2026-11-29 it woke the lowest parked bit, a join-waiter included.
+/// In the asymmetric mode the rule looks at no queue for tasks while another worker is awake
+/// (its barrier would be a `membarrier`); until 2026-11-29 it woke the lowest parked bit, a
+/// join-waiter included.
 #[test]
 fn the_last_searcher_wakes_a_join_waiter_only_for_a_job() {
     for barrier in [Barrier::SYMMETRIC, Barrier::best_available()] {
@@ -396,7 +433,7 @@ fn the_last_searcher_wakes_a_join_waiter_only_for_a_job() {
         assert_eq!(sleep.park(0, BRIEFLY), Wake::Searching);
         assert!(sleep.stop_searching());
         // Worker 1 parks too, outside `join`, above the join-waiter's bit: it is the one
-        // woken, for a task and (asymmetric, looking at no queue) with nothing seen.
+        // woken for a task (worker 2 is alone now, so both modes look first: R3a).
         assert!(!sleep.register_parked(0, false));
         assert!(!sleep.register_parked(1, false));
         assert!(sleep.try_start_searching());
