@@ -44,8 +44,12 @@ const CONTENDED_YIELD: std::time::Duration = std::time::Duration::from_micros(20
 const CONTENDED_YIELD: std::time::Duration = std::time::Duration::MAX;
 
 /// From this search round on, a thief also takes the task in a victim's LIFO slot (see
-/// "the stranded LIFO task" in `schedule_local`). Earlier rounds leave it to its owner, which
-/// runs it next unless it is stuck in a long poll.
+/// "the stranded LIFO task" in `schedule_local`), if the victim has begun no poll since the
+/// thief's previous look found the slot occupied (`search.rs`, `steal_tasks_from`). Earlier
+/// rounds leave it to its owner, which runs it next unless it is stuck in a long poll. That
+/// previous look may be in an earlier stretch: the thief's memory of each victim's count
+/// outlives its parks, so the worker that wakes itself on a stranded task in its recheck
+/// takes it at its next look.
 ///
 /// It must not exceed the rounds a searcher makes before it parks (`SPIN_ROUNDS +
 /// YIELD_ROUNDS`), or no searcher ever takes a stranded LIFO task: the worker that finds it

@@ -132,6 +132,11 @@ pub(crate) struct WorkerThread {
     /// each with the completer's reference: unlinked together, a lock per shard instead of
     /// one per task (`defer_unlink`, `unlink_completed`). At most [`MAX_DEFERRED_UNLINKS`].
     deferred_unlinks: RefCell<Vec<RawTask>>,
+    /// For each victim, its poll count when this worker last found its LIFO slot occupied
+    /// and left the task there (`search.rs`, `steal_tasks_from`): a thief takes a LIFO task
+    /// only once the victim has begun no poll since, that is, while the poll that filled
+    /// the slot still runs.
+    lifo_seen: Box<[Cell<u64>]>,
 }
 
 /// How many completed tasks a worker leaves in the live list at most before it unlinks them
@@ -661,6 +666,9 @@ pub(crate) fn run(seed: WorkerSeed) {
         join_waits: Cell::new(0),
         kept_registry_refs: Cell::new(0),
         deferred_unlinks: RefCell::new(Vec::with_capacity(MAX_DEFERRED_UNLINKS)),
+        lifo_seen: (0..seed.registry.num_slots())
+            .map(|_| Cell::new(u64::MAX))
+            .collect(),
         index: seed.index,
         counters: seed.registry.counters[seed.index].clone(),
         rng: Cell::new(FastRand::for_worker(seed.index)),

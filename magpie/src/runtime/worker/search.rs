@@ -6,6 +6,7 @@ use crate::queue::chase_lev::Steal;
 use crate::runtime::registry::Task;
 use crate::stats::trace::Kind;
 use crate::stats::{add, bump};
+use crate::sync::atomic::Relaxed;
 
 use super::idle::LIFO_STEAL_ROUND;
 use super::{Work, WorkerThread};
@@ -284,7 +285,18 @@ impl WorkerThread {
             // SAFETY: mailboxes hold Notified pointers.
             return Some((Work::Task(unsafe { Task::from_header(ptr) }), 1));
         }
-        if lifo {
+        if lifo && !slots.lifo.is_empty() {
+            // Relaxed: a hint. The victim bumps its count before every poll, and fills its
+            // slot only inside one, so an occupied slot and a count unchanged since our last
+            // look at an occupied slot mean one poll has run all that while, with the task
+            // stranded behind it (tokio#4941). A count that moved means the victim is
+            // getting through its polls and will take the task itself: a chain of spawns,
+            // each handed on through the slot, stays on its worker instead of being pulled
+            // to the thief's CPU at every look.
+            let polled = registry.counters[victim].tasks_polled.load(Relaxed);
+            if self.lifo_seen[victim].replace(polled) != polled {
+                return None;
+            }
             if let Some(ptr) = slots.lifo.take() {
                 bump(&counters.steal_operations);
                 bump(&counters.tasks_stolen);

@@ -141,9 +141,10 @@ impl WorkerThread {
     /// **The stranded LIFO task** (tokio#4941). If the task that filled the slot keeps
     /// running for a long time, the slot's task waits for it, while other workers may be
     /// idle; tokio's slot cannot be stolen and the task waits indefinitely. Here the slot is
-    /// an atomic that thieves may empty (after [`LIFO_STEAL_ROUND`] rounds of searching, so
-    /// that an owner about to run it is not robbed), and filling it notifies the idle workers
-    /// like any other push, so an idle worker is awake to take it.
+    /// an atomic that thieves may empty (after [`LIFO_STEAL_ROUND`] rounds of searching, and
+    /// only once the owner has begun no poll since a thief's previous look, so that an owner
+    /// about to run it is not robbed), and filling it notifies the idle workers like any other
+    /// push, so an idle worker is awake to take it.
     ///
     /// Inside `block_in_place` (`in_task` is false then, so only this branch pays for the
     /// check) the task goes to the inject queue instead: this worker runs none until the
