@@ -6,7 +6,8 @@
 //! (`benches/rt_multi_threaded.rs` in the tokio repository). Those benchmarks are written to
 //! catch regressions in a scheduler's hot paths, not to model an application, and that is
 //! how to read these rows too: each isolates one path and times a few thousand trips through
-//! it.
+//! it. The sixth, `lone_request`, is ours: the same kind of isolated path, the wake of an
+//! idle pool.
 //!
 //! - `spawn_many_local`: one task spawns 10,000 tasks; each decrements a shared counter and
 //!   the one that takes it to zero signals the bench thread. Stresses spawning from a worker
@@ -28,6 +29,13 @@
 //! - `chained_spawn`: a chain of 1,000 tasks, each spawning the next. Only one task exists
 //!   at a time, so this is the latency of a single spawn on an otherwise idle runtime, where
 //!   a worker that searches, finds nothing and parks is most of the cost.
+//! - `lone_request`: 50 requests one at a time into an idle pool: the bench thread spawns a
+//!   task, which answers over a channel, then pauses 1 ms before the next, long enough for
+//!   every worker to park. The time is the median request latency (spawn to answer
+//!   received) times the request count, so that one late wake-up of a sample's fifty, which
+//!   a VM's scheduler deals out now and then for milliseconds, does not decide it: what a
+//!   lightly loaded server pays per request to wake a worker, and whatever else the wake
+//!   sets off (a second worker woken to search, a barrier on its park).
 //! - `mixed`: an acceptor task spawns 64 "requests"; each handler computes fib(22) with a
 //!   join at every call and reports the result. magpie runs `magpie::join` directly inside
 //!   the async task, on the same workers. Its peer is what tokio users commonly do with CPU
@@ -77,6 +85,9 @@ const YIELDS_PER_TASK: usize = 1_000;
 const NUM_PINGS: usize = 1_000;
 /// Links in the `chained_spawn` chain (tokio's `ITER`).
 const CHAIN_LEN: usize = 1_000;
+/// Requests in `lone_request`, and the pause before each, for the pool to go idle.
+const LONE_REQUESTS: usize = 50;
+const LONE_PAUSE: Duration = Duration::from_millis(1);
 /// Requests in `mixed`, and the n of the fib(n) each computes.
 const REQUESTS: usize = 64;
 const REQUEST_FIB_N: u64 = 22;
@@ -447,6 +458,7 @@ impl AsyncPools {
             Row::YieldMany => with_exec!(yield_many),
             Row::PingPong => with_exec!(ping_pong),
             Row::ChainedSpawn => with_exec!(chained_spawn),
+            Row::LoneRequest => with_exec!(lone_request),
             Row::Mixed => match imp {
                 AsyncImpl::Magpie => mixed_magpie(&self.magpie),
                 AsyncImpl::MagpieStallOff => mixed_magpie(&self.magpie_stall_off),
@@ -474,18 +486,21 @@ pub(crate) enum Row {
     PingPong,
     #[value(name = "chained_spawn")]
     ChainedSpawn,
+    #[value(name = "lone_request")]
+    LoneRequest,
     #[value(name = "mixed")]
     Mixed,
 }
 
 impl Row {
     /// All rows, in the order they run.
-    pub(crate) const ALL: [Row; 6] = [
+    pub(crate) const ALL: [Row; 7] = [
         Row::SpawnManyLocal,
         Row::SpawnManyRemote,
         Row::YieldMany,
         Row::PingPong,
         Row::ChainedSpawn,
+        Row::LoneRequest,
         Row::Mixed,
     ];
 
@@ -497,6 +512,7 @@ impl Row {
             Row::YieldMany => "yield_many",
             Row::PingPong => "ping_pong",
             Row::ChainedSpawn => "chained_spawn",
+            Row::LoneRequest => "lone_request",
             Row::Mixed => "mixed",
         }
     }
@@ -509,6 +525,9 @@ impl Row {
             Row::YieldMany => format!("{YIELD_TASKS} tasks × {YIELDS_PER_TASK} yields"),
             Row::PingPong => format!("{NUM_PINGS} spawned ping-pong pairs"),
             Row::ChainedSpawn => format!("a chain of {CHAIN_LEN} spawns"),
+            Row::LoneRequest => {
+                format!("{LONE_REQUESTS} requests one at a time into an idle pool")
+            }
             Row::Mixed => {
                 format!("{REQUESTS} request tasks, each a fork-join fib({REQUEST_FIB_N})")
             }
@@ -709,6 +728,27 @@ fn chained_spawn<E: Exec>(exec: &E) -> Duration {
     let elapsed = start.elapsed();
     assert_eq!(links, CHAIN_LEN, "chained_spawn: links");
     elapsed
+}
+
+/// `lone_request`: [`LONE_REQUESTS`] tasks spawned from outside one at a time, each after a
+/// pause of [`LONE_PAUSE`] (untimed) and each answering over a channel before the next is
+/// spawned. Returns their median latency, spawn to answer received, times their count.
+fn lone_request<E: Exec>(exec: &E) -> Duration {
+    let mut latencies = Vec::with_capacity(LONE_REQUESTS);
+    for i in 0..LONE_REQUESTS {
+        thread::sleep(LONE_PAUSE);
+        let (tx, rx) = mpsc::sync_channel(1);
+        let start = Instant::now();
+        exec.spawn_remote(async move {
+            tx.send(black_box(i))
+                .expect("the bench thread stopped waiting");
+        });
+        let answer = wait(&rx, "lone_request");
+        latencies.push(start.elapsed());
+        assert_eq!(answer, i, "lone_request: answer");
+    }
+    latencies.sort_unstable();
+    latencies[LONE_REQUESTS / 2] * LONE_REQUESTS as u32
 }
 
 /// `fib(n)` by iteration, to check the requests' answers.
@@ -959,4 +999,36 @@ pub(crate) fn measurements_json(measurements: &[RowMeasurement]) -> String {
         })
         .collect();
     json::array(&items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each scheduler row checks its own outcome (counters at zero, every answer right) and
+    /// panics if it is wrong; run them all once on a small magpie runtime so that a row that
+    /// can no longer complete fails here, not in a benchmark session.
+    #[test]
+    fn the_scheduler_rows_complete_on_magpie() {
+        let rt = Arc::new(
+            magpie::Runtime::builder()
+                .worker_threads(2)
+                .build()
+                .expect("could not build the runtime"),
+        );
+        let exec = MagpieExec(rt);
+        for (name, row) in [
+            (
+                "spawn_many_local",
+                spawn_many_local::<MagpieExec> as fn(&_) -> _,
+            ),
+            ("spawn_many_remote", spawn_many_remote::<MagpieExec>),
+            ("yield_many", yield_many::<MagpieExec>),
+            ("ping_pong", ping_pong::<MagpieExec>),
+            ("chained_spawn", chained_spawn::<MagpieExec>),
+            ("lone_request", lone_request::<MagpieExec>),
+        ] {
+            assert!(row(&exec) > Duration::ZERO, "{name}: no time measured");
+        }
+    }
 }

@@ -25,7 +25,7 @@
 //!
 //! `scale` is the scaling table in one command: every row of `fork-join` (plus `tree_sum`
 //! on a post-order tree), `iter` (with `par_sort_unstable` and `par_iter().sum()` listed
-//! under fork-join), the five scheduler rows of `async`, and the task pool on `magpie
+//! under fork-join), the six scheduler rows of `async`, and the task pool on `magpie
 //! scale`'s three patterns (against rayon, tokio and async-executor, with efficiency and
 //! load balance), each at every worker count against the same peers as in its own
 //! subcommand. Beside each magpie time it prints what the samples did inside the runtime
@@ -311,7 +311,7 @@ struct AsyncArgs {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "spawn_many_local,spawn_many_remote,yield_many,ping_pong,chained_spawn,mixed"
+        default_value = "spawn_many_local,spawn_many_remote,yield_many,ping_pong,chained_spawn,lone_request,mixed"
     )]
     only: Vec<Row>,
     /// Implementations to run (magpie/peer ratios need magpie; tokio-rayon runs only `mixed`).

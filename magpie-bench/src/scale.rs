@@ -9,7 +9,7 @@
 //!   (chili only in the `fork_join.rs` rows).
 //! - **iter**: the rows of `magpie-bench iter` not already in fork-join; against sequential
 //!   `std` and rayon.
-//! - **async**: the five scheduler rows of `magpie-bench async` (`async_rows.rs`; not
+//! - **async**: the six scheduler rows of `magpie-bench async` (`async_rows.rs`; not
 //!   `mixed`); against tokio, async-executor and the `futures` thread pool.
 //! - **task pool**: `magpie scale`'s patterns (variable, uniform, mixed), submitted from
 //!   outside; against rayon, tokio and async-executor, with efficiency and load balance
