@@ -234,3 +234,38 @@ fn a_task_spawned_behind_a_blocking_one_into_a_parked_pool_runs_elsewhere() {
         }
     }
 }
+
+/// Two tasks woken by the same timer tick in a parked pool, each blocking its poll until the
+/// other has started: they must run on two workers at once. The worker that drives the timers
+/// wakes both into its own ring without a notification for the first (it runs that one
+/// itself: `wake_quietly`), so it must notify for the second, or the second waits behind the
+/// blocked poll for good (nothing else wakes the other worker: no timer or source is left
+/// to hand the driver role over for, and the stall monitor is off).
+#[test]
+fn two_tasks_woken_by_one_timer_tick_run_on_two_workers() {
+    let rt = magpie::Runtime::builder()
+        .worker_threads(2)
+        .stall_threshold(None)
+        .build()
+        .unwrap();
+    for _ in 0..20 {
+        let (a_started, a_seen) = mpsc::channel();
+        let (b_started, b_seen) = mpsc::channel();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(5);
+        let a = rt.spawn(async move {
+            magpie::time::sleep_until(deadline).await;
+            a_started.send(()).unwrap();
+            b_seen.recv_timeout(DEADLINE)
+        });
+        let b = rt.spawn(async move {
+            magpie::time::sleep_until(deadline).await;
+            b_started.send(()).unwrap();
+            a_seen.recv_timeout(DEADLINE)
+        });
+        for task in [a, b] {
+            rt.block_on(task)
+                .unwrap()
+                .expect("one task waited behind the other's poll");
+        }
+    }
+}

@@ -154,7 +154,10 @@ impl<'w> IdleLoop<'w> {
                 // Until we park, nobody may be waiting in the driver: the role is free
                 // while every other worker is busy or parked on its futex. Turn the drivers
                 // between yields, as a busy worker does at maintenance (sleep/README.md, D3').
-                self.worker.poll_drivers(before);
+                // We look at our ring again next round: the first task it wakes needs no
+                // notification (`wake_quietly`).
+                self.worker
+                    .wake_quietly(|| self.worker.poll_drivers(before));
             }
             thread::yield_now();
             if crate::sync::time::now().duration_since(before) >= CONTENDED_YIELD {
@@ -250,10 +253,13 @@ impl<'w> IdleLoop<'w> {
         self.worked = false;
         if driving {
             // The readiness the turn found wakes its waiters now, back from the park (user
-            // code must not run while we count as parked: `io::WakeList`), so its tasks are
-            // queued and published (R1) as any worker's wakes are.
-            io_wakers.wake_all();
-            registry.timers.fire_due();
+            // code must not run while we count as parked: `io::WakeList`), and so do the
+            // timers due. Their tasks land in our ring, where we look next: published (R1)
+            // only if there is more than one (`wake_quietly`).
+            worker.wake_quietly(|| {
+                io_wakers.wake_all();
+                registry.timers.fire_due();
+            });
             registry.timers.release();
             self.left_driver = true;
         } else if driving_timeout.is_some() {

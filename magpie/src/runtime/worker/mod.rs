@@ -137,6 +137,12 @@ pub(crate) struct WorkerThread {
     /// only once the victim has begun no poll since, that is, while the poll that filled
     /// the slot still runs.
     lifo_seen: Box<[Cell<u64>]>,
+    /// Set while this worker, idle, wakes the tasks its own turn of the drivers found
+    /// (`WorkerThread::wake_quietly`); then `schedule_local` counts each task it queues here
+    /// instead of notifying for it.
+    quiet: Cell<bool>,
+    /// Tasks queued here without a notification while `quiet` was set.
+    quieted: Cell<u32>,
 }
 
 /// How many completed tasks a worker leaves in the live list at most before it unlinks them
@@ -666,6 +672,8 @@ pub(crate) fn run(seed: WorkerSeed) {
         join_waits: Cell::new(0),
         kept_registry_refs: Cell::new(0),
         deferred_unlinks: RefCell::new(Vec::with_capacity(MAX_DEFERRED_UNLINKS)),
+        quiet: Cell::new(false),
+        quieted: Cell::new(0),
         lifo_seen: (0..seed.registry.num_slots())
             .map(|_| Cell::new(u64::MAX))
             .collect(),

@@ -170,7 +170,39 @@ impl WorkerThread {
                 self.ring.push_back(displaced, &self.to_inject());
             }
         }
-        self.registry.sleep.notify_task();
+        if self.quiet.get() {
+            self.quieted.set(self.quieted.get().saturating_add(1));
+        } else {
+            self.registry.sleep.notify_task();
+        }
+    }
+
+    /// Runs `wake`, which wakes the tasks that this worker's own turn of the drivers found
+    /// (readiness, due timers), while the worker is idle: back from a park in the driver, or
+    /// between its yield rounds (D3'). Each task it wakes lands in this worker's ring, and
+    /// this worker looks there next, so the first needs no notification: R1 would wake a
+    /// parked worker only for it to search, find the task gone and park again, behind a
+    /// `membarrier` in the asymmetric mode (a periodic timer on an idle 2-worker pool cost
+    /// two unparks and one heavy barrier per tick). A second task is work for another
+    /// worker: if `wake` queued more than one, this notifies once, as R1 would have for
+    /// the second. A panicking waker (a timer's waker may be anyone's) still ends the quiet
+    /// stretch, and its notification, on the way out.
+    pub(super) fn wake_quietly(&self, wake: impl FnOnce()) {
+        struct Loud<'a>(&'a WorkerThread);
+        impl Drop for Loud<'_> {
+            fn drop(&mut self) {
+                let worker = self.0;
+                worker.quiet.set(false);
+                if worker.quieted.replace(0) > 1 {
+                    worker.registry.sleep.notify_task();
+                }
+            }
+        }
+        debug_assert!(!self.quiet.get(), "nested quiet wakes");
+        debug_assert!(!self.in_task(), "quiet wakes inside a poll");
+        self.quiet.set(true);
+        let _loud = Loud(self);
+        wake();
     }
 
     pub(super) fn to_inject(&self) -> ToInject<'_> {
