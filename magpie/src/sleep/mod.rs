@@ -200,9 +200,9 @@ impl Sleep {
     /// is outside the pool and publishes behind a SeqCst fence or a SeqCst read-modify-write
     /// of the queue's count, which our fence pairs with. In a pool fed one request at a time
     /// this is the common case, and the wake it saves cost the woken worker's search and
-    /// park, and the waker's futex call, on the request's path: a chain of spawns into a
-    /// parked 2-worker pool took 250 µs with the wake and 190 without (BENCHMARKS.md,
-    /// "2026-12-03, fourth").
+    /// park, and the waker's futex call, on the request's path: a chain of 1,000 spawns into
+    /// a parked 2-worker pool took 221–284 µs with the wake and 183–222 without, one request
+    /// 65–77 µs and 13.5–19.5 (medians; BENCHMARKS.md, "2026-12-03, fourth").
     pub(crate) fn last_searcher_found_work(
         &self,
         jobs: impl FnOnce() -> bool,
