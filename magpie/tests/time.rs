@@ -624,3 +624,34 @@ fn replacing_a_waker_that_owns_a_sleep_does_not_deadlock() {
     drop(s);
     assert_eq!(rt.stats().timers_pending, 0);
 }
+
+/// A task that sleeps in a loop on an otherwise idle pool wakes one worker per tick: the one
+/// that waits in the driver for the deadline, and which then runs the task itself. Neither
+/// the wake of the task into that worker's own ring (D3a in `sleep/README.md`) nor the
+/// task's next `sleep`, filed while nobody holds the driver role (D5a), wakes another: the
+/// worker that filed it takes the role itself when it parks. Before those rules, every tick
+/// woke two more workers of a 4-worker pool, only for them to search and park again.
+#[test]
+fn a_periodic_timer_on_an_idle_pool_wakes_one_worker_per_tick() {
+    const TICKS: u64 = 50;
+    let rt = magpie::Runtime::builder()
+        .worker_threads(4)
+        .stall_threshold(None)
+        .build()
+        .unwrap();
+    let unparks = |rt: &magpie::Runtime| rt.stats().workers.iter().map(|w| w.unparks).sum::<u64>();
+    let before = unparks(&rt);
+    let ticker = rt.spawn(async {
+        for _ in 0..TICKS {
+            sleep(Duration::from_millis(1)).await;
+        }
+    });
+    wait(ticker).unwrap();
+    let woken = unparks(&rt) - before;
+    // One per tick, and a few for the start (the spawn from outside wakes a worker, which
+    // may find the role held by another) and the end.
+    assert!(
+        woken <= TICKS + 5,
+        "{woken} unparks for {TICKS} ticks of a periodic timer on an idle pool"
+    );
+}

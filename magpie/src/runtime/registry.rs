@@ -984,7 +984,14 @@ impl Registry {
                 self.wake_a_driving_sleeper();
             }
             Rearm::Anyone => {
-                let _ = self.sleep.wake_free_cold();
+                // Filed by a task polled on one of our workers, that worker hands off when
+                // the poll is over, if it does not drive the timers itself then (D5a).
+                let owed = self.with_own_worker(|worker| {
+                    worker.is_some_and(WorkerThread::owe_driver_hand_off)
+                });
+                if !owed {
+                    let _ = self.sleep.wake_free_cold();
+                }
                 self.wake_a_driving_sleeper();
             }
         }

@@ -102,7 +102,7 @@ impl<'w> IdleLoop<'w> {
     pub(super) fn found_work(&mut self) {
         self.rounds = 0;
         self.worked = true;
-        if self.left_driver | self.searching {
+        if self.left_driver | self.searching | self.worker.owes_driver.get() {
             self.found_work_after_idling();
         }
     }
@@ -111,7 +111,10 @@ impl<'w> IdleLoop<'w> {
     #[cold]
     #[inline(never)]
     fn found_work_after_idling(&mut self) {
-        if self.left_driver {
+        // A timer filed here with the role free, by the poll before this work (D5a), owes
+        // the same hand-off.
+        let owed = self.worker.owes_driver.replace(false);
+        if self.left_driver | owed {
             // About to run work, so no longer a candidate for the role: no busy worker holds
             // the driver (sleep/README.md, "The driver role").
             self.left_driver = false;
@@ -189,6 +192,13 @@ impl<'w> IdleLoop<'w> {
         // either it finds our bit in the idle state or we find the role free here (both
         // sides are SeqCst read-modify-writes or behind SeqCst fences).
         let driving = !self.join_wait && registry.timers.try_drive(worker.index);
+        // A hand-off owed for a timer filed with the role free (D5a): settled by taking the
+        // role; inside `join`, where we cannot, a free worker takes it. (Outside `join` a
+        // failed `try_drive` means somebody holds the role: `hand_off_driver` then does
+        // nothing.)
+        if worker.owes_driver.replace(false) && !driving {
+            let _ = registry.hand_off_driver();
+        }
         // R5: recheck every queue after the heavy barrier in `register_parked`. If work is
         // visible, make sure someone who can run it is woken (possibly us: our bit is set).
         // Tasks wake only workers outside `join` (R6). With `--cfg magpie_loom_broken` the

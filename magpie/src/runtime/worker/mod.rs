@@ -143,6 +143,11 @@ pub(crate) struct WorkerThread {
     quiet: Cell<bool>,
     /// Tasks queued here without a notification while `quiet` was set.
     quieted: Cell<u32>,
+    /// A task polled here filed a timer while nobody held the driver role (D5a in
+    /// `sleep/README.md`): this worker owes the hand-off that the filing would have made at
+    /// once. It makes it before it runs anything else (`IdleLoop::found_work`), or at its
+    /// park if it does not take the role itself then.
+    owes_driver: Cell<bool>,
 }
 
 /// How many completed tasks a worker leaves in the live list at most before it unlinks them
@@ -195,6 +200,19 @@ impl WorkerThread {
             let _ = Arc::into_raw(registry);
             self.kept_registry_refs.set(kept + 1);
         }
+    }
+
+    /// Takes on the hand-off a timer filed with the role free asks for, if this thread is
+    /// one of the registry's workers polling a task (not inside `block_in_place`): the
+    /// filing task's own timer cannot wake it before its poll returns, and when the poll
+    /// returns this worker either runs more work, handing off first, or goes idle and
+    /// drives the timers itself (D5a in `sleep/README.md`). Returns whether it took it on.
+    pub(crate) fn owe_driver_hand_off(&self) -> bool {
+        if !self.in_task() || self.is_blocking() {
+            return false;
+        }
+        self.owes_driver.set(true);
+        true
     }
 
     /// Takes over a completed task whose `JoinHandle` is gone, with the completer's
@@ -674,6 +692,7 @@ pub(crate) fn run(seed: WorkerSeed) {
         deferred_unlinks: RefCell::new(Vec::with_capacity(MAX_DEFERRED_UNLINKS)),
         quiet: Cell::new(false),
         quieted: Cell::new(0),
+        owes_driver: Cell::new(false),
         lifo_seen: (0..seed.registry.num_slots())
             .map(|_| Cell::new(u64::MAX))
             .collect(),

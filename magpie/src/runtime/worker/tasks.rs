@@ -126,7 +126,7 @@ impl WorkerThread {
     /// the polling word holds an id without [`POLLING_BLOCKED`](crate::task::id::POLLING_BLOCKED)
     /// (bit 63), so, read as signed, it is positive. One load and one test.
     #[inline(always)]
-    fn in_task(&self) -> bool {
+    pub(super) fn in_task(&self) -> bool {
         // Relaxed: as in `is_polling_task`.
         self.counters.polling.load(Relaxed) as i64 > 0
     }
