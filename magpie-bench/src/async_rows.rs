@@ -6,8 +6,8 @@
 //! (`benches/rt_multi_threaded.rs` in the tokio repository). Those benchmarks are written to
 //! catch regressions in a scheduler's hot paths, not to model an application, and that is
 //! how to read these rows too: each isolates one path and times a few thousand trips through
-//! it. The sixth, `lone_request`, is ours: the same kind of isolated path, the wake of an
-//! idle pool.
+//! it. The sixth and seventh, `lone_request` and `lone_request_cpu`, are ours: the same
+//! kind of isolated path, the wake of an idle pool, timed and costed.
 //!
 //! - `spawn_many_local`: one task spawns 10,000 tasks; each decrements a shared counter and
 //!   the one that takes it to zero signals the bench thread. Stresses spawning from a worker
@@ -36,6 +36,10 @@
 //!   a VM's scheduler deals out now and then for milliseconds, does not decide it: what a
 //!   lightly loaded server pays per request to wake a worker, and whatever else the wake
 //!   sets off (a second worker woken to search, a barrier on its park).
+//! - `lone_request_cpu`: the same requests, but what it reports is the CPU time the pool's
+//!   own threads spent on them: the runs, and each worker's search, spin and park until the
+//!   pool is idle again. What a lightly loaded server pays in CPU per request, where
+//!   `lone_request` is what it pays in latency.
 //! - `mixed`: an acceptor task spawns 64 "requests"; each handler computes fib(22) with a
 //!   join at every call and reports the result. magpie runs `magpie::join` directly inside
 //!   the async task, on the same workers. Its peer is what tokio users commonly do with CPU
@@ -74,6 +78,7 @@ use futures::executor::ThreadPool;
 
 use crate::fork_join::fib;
 use crate::harness::{fmt_ms, json, markdown_table, measure_rounds, median, ms, samples_json};
+use crate::idle::{process_cpu, threads_cpu};
 use crate::pools::{MagpieFork, RayonFork};
 
 /// Tasks spawned by `spawn_many_local` and `spawn_many_remote` (tokio's `NUM_SPAWN`).
@@ -188,6 +193,10 @@ trait Exec: Clone + Send + Sync + 'static {
 
     /// A future that gives the worker back to the scheduler once.
     fn yield_now() -> impl Future<Output = ()> + Send + 'static;
+
+    /// The start of the names of this executor's threads, whose CPU time
+    /// `lone_request_cpu` counts.
+    const THREAD_PREFIX: &'static str;
 }
 
 /// A handle on the magpie runtime.
@@ -195,6 +204,8 @@ trait Exec: Clone + Send + Sync + 'static {
 struct MagpieExec(Arc<magpie::Runtime>);
 
 impl Exec for MagpieExec {
+    const THREAD_PREFIX: &'static str = MAGPIE_THREAD_PREFIX;
+
     fn spawn<F>(&self, fut: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -219,6 +230,8 @@ impl Exec for MagpieExec {
 struct TokioExec(tokio::runtime::Handle);
 
 impl Exec for TokioExec {
+    const THREAD_PREFIX: &'static str = TOKIO_THREAD_NAME;
+
     fn spawn<F>(&self, fut: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -243,6 +256,8 @@ impl Exec for TokioExec {
 struct ExecutorExec(Arc<Executor<'static>>);
 
 impl Exec for ExecutorExec {
+    const THREAD_PREFIX: &'static str = EXECUTOR_THREAD_PREFIX;
+
     fn spawn<F>(&self, fut: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -267,6 +282,8 @@ impl Exec for ExecutorExec {
 struct FuturesExec(ThreadPool);
 
 impl Exec for FuturesExec {
+    const THREAD_PREFIX: &'static str = FUTURES_THREAD_PREFIX;
+
     fn spawn<F>(&self, fut: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -459,6 +476,7 @@ impl AsyncPools {
             Row::PingPong => with_exec!(ping_pong),
             Row::ChainedSpawn => with_exec!(chained_spawn),
             Row::LoneRequest => with_exec!(lone_request),
+            Row::LoneRequestCpu => with_exec!(lone_request_cpu),
             Row::Mixed => match imp {
                 AsyncImpl::Magpie => mixed_magpie(&self.magpie),
                 AsyncImpl::MagpieStallOff => mixed_magpie(&self.magpie_stall_off),
@@ -488,19 +506,22 @@ pub(crate) enum Row {
     ChainedSpawn,
     #[value(name = "lone_request")]
     LoneRequest,
+    #[value(name = "lone_request_cpu")]
+    LoneRequestCpu,
     #[value(name = "mixed")]
     Mixed,
 }
 
 impl Row {
     /// All rows, in the order they run.
-    pub(crate) const ALL: [Row; 7] = [
+    pub(crate) const ALL: [Row; 8] = [
         Row::SpawnManyLocal,
         Row::SpawnManyRemote,
         Row::YieldMany,
         Row::PingPong,
         Row::ChainedSpawn,
         Row::LoneRequest,
+        Row::LoneRequestCpu,
         Row::Mixed,
     ];
 
@@ -513,6 +534,7 @@ impl Row {
             Row::PingPong => "ping_pong",
             Row::ChainedSpawn => "chained_spawn",
             Row::LoneRequest => "lone_request",
+            Row::LoneRequestCpu => "lone_request_cpu",
             Row::Mixed => "mixed",
         }
     }
@@ -528,6 +550,10 @@ impl Row {
             Row::LoneRequest => {
                 format!("{LONE_REQUESTS} requests one at a time into an idle pool")
             }
+            Row::LoneRequestCpu => format!(
+                "CPU time of the pool's threads for {LONE_REQUESTS} requests one at a time \
+                 into an idle pool"
+            ),
             Row::Mixed => {
                 format!("{REQUESTS} request tasks, each a fork-join fib({REQUEST_FIB_N})")
             }
@@ -734,6 +760,30 @@ fn chained_spawn<E: Exec>(exec: &E) -> Duration {
 /// pause of [`LONE_PAUSE`] (untimed) and each answering over a channel before the next is
 /// spawned. Returns their median latency, spawn to answer received, times their count.
 fn lone_request<E: Exec>(exec: &E) -> Duration {
+    let mut latencies = lone_requests(exec);
+    latencies.sort_unstable();
+    latencies[LONE_REQUESTS / 2] * LONE_REQUESTS as u32
+}
+
+/// `lone_request_cpu`: the requests of `lone_request`; returns the CPU time the executor's
+/// own threads (named [`Exec::THREAD_PREFIX`]) spent from the first pause to the last
+/// answer: running each request, and whatever each wake sets off until the pool is idle
+/// again (searching, spinning, a second worker woken). The bench thread's share (the
+/// spawns, its sleeps and waits) is left out: it is the same loop for every executor. Where
+/// the threads cannot be told apart (not Linux), the whole process's CPU time.
+fn lone_request_cpu<E: Exec>(exec: &E) -> Duration {
+    let own = |name: &str| name.starts_with(E::THREAD_PREFIX);
+    let before = threads_cpu(own);
+    let process_before = process_cpu();
+    let _latencies = lone_requests(exec);
+    match (before, threads_cpu(own)) {
+        (Some(before), Some(after)) => after.saturating_sub(before),
+        _ => process_cpu().saturating_sub(process_before),
+    }
+}
+
+/// The requests of `lone_request`; returns their latencies.
+fn lone_requests<E: Exec>(exec: &E) -> Vec<Duration> {
     let mut latencies = Vec::with_capacity(LONE_REQUESTS);
     for i in 0..LONE_REQUESTS {
         thread::sleep(LONE_PAUSE);
@@ -747,8 +797,7 @@ fn lone_request<E: Exec>(exec: &E) -> Duration {
         latencies.push(start.elapsed());
         assert_eq!(answer, i, "lone_request: answer");
     }
-    latencies.sort_unstable();
-    latencies[LONE_REQUESTS / 2] * LONE_REQUESTS as u32
+    latencies
 }
 
 /// `fib(n)` by iteration, to check the requests' answers.
@@ -1013,6 +1062,7 @@ mod tests {
         let rt = Arc::new(
             magpie::Runtime::builder()
                 .worker_threads(2)
+                .thread_name(MAGPIE_THREAD_PREFIX)
                 .build()
                 .expect("could not build the runtime"),
         );
@@ -1027,6 +1077,7 @@ mod tests {
             ("ping_pong", ping_pong::<MagpieExec>),
             ("chained_spawn", chained_spawn::<MagpieExec>),
             ("lone_request", lone_request::<MagpieExec>),
+            ("lone_request_cpu", lone_request_cpu::<MagpieExec>),
         ] {
             assert!(row(&exec) > Duration::ZERO, "{name}: no time measured");
         }
