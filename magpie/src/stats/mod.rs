@@ -263,8 +263,9 @@ impl WorkerCounters {
     /// that a snapshot that still finds the worker awake read its clock before this one:
     /// otherwise it would credit the worker with busy time that the next snapshot, finding
     /// the park, takes back.
-    pub(crate) fn begin_park(&self, clock: impl FnOnce() -> u64) {
-        self.write_park(clock, |now| set(&self.parked_since, now + 1));
+    /// Returns the time it read.
+    pub(crate) fn begin_park(&self, clock: impl FnOnce() -> u64) -> u64 {
+        self.write_park(clock, |now| set(&self.parked_since, now + 1))
     }
 
     /// The park begun by [`begin_park`](Self::begin_park) ends: its length moves from

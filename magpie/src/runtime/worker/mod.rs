@@ -547,7 +547,7 @@ impl WorkerThread {
         let registry = &*self.registry;
         self.unlink_completed();
         self.flush_counters();
-        self.counters.begin_park(|| registry.uptime_ns());
+        let _ = self.counters.begin_park(|| registry.uptime_ns());
         let terminated = loop {
             if registry.is_switched_on(self.index) {
                 // Active again: whatever is queued here is ours to run.
