@@ -192,3 +192,40 @@ fn a_burst_overflows_the_ring_and_nothing_is_lost() {
     assert_eq!(count.load(SeqCst), 5_000);
     assert!(rt.stats().workers[0].overflows >= 1);
 }
+
+/// A worker whose idle stretches keep parking without finding work searches fewer rounds
+/// before it parks (`IdleBudget` in `runtime/worker/idle.rs`): 48 while searching pays, down
+/// to 8. Requests one at a time into a parked pool, far apart (the gap is the workload's
+/// shape, not a synchronization: whatever the gap, each round waits for every worker to
+/// park), cost one stretch each; the failed searches of the last requests' stretches show
+/// how many rounds they made (one per round, and one before the first: 49 a stretch without
+/// the budget, 9 with it).
+#[test]
+fn a_pool_that_wakes_for_lone_requests_searches_less_before_it_parks() {
+    const REQUESTS: usize = 12;
+    const MEASURED: usize = 4;
+    let rt = runtime(2);
+    let parked = |rt: &magpie::Runtime| rt.stats().workers.iter().all(|w| w.parks > w.unparks);
+    let failed_steals =
+        |rt: &magpie::Runtime| -> u64 { rt.stats().workers.iter().map(|w| w.failed_steals).sum() };
+    let mut per_request = Vec::new();
+    for i in 0..REQUESTS {
+        // Longer than any whole stretch lasts (a park shorter than one brings every round
+        // back: the whole stretch would have found the request).
+        std::thread::sleep(Duration::from_millis(20));
+        // Not a sleep: a wait for a state, which the watchdog of `eventually` bounds.
+        common::eventually("every worker parks", || parked(&rt));
+        let before = failed_steals(&rt);
+        let (tx, rx) = mpsc::channel();
+        drop(rt.spawn(async move { tx.send(i).unwrap() }));
+        assert_eq!(rx.recv_timeout(DEADLINE), Ok(i));
+        common::eventually("every worker parks again", || parked(&rt));
+        per_request.push(failed_steals(&rt) - before);
+    }
+    let last: u64 = per_request[REQUESTS - MEASURED..].iter().sum();
+    // 9 a request at the floor; twice that allows a request that woke both workers.
+    assert!(
+        last <= 18 * MEASURED as u64,
+        "failed searches per request: {per_request:?}"
+    );
+}
