@@ -311,7 +311,7 @@ struct AsyncArgs {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "spawn_many_local,spawn_many_remote,yield_many,ping_pong,chained_spawn,lone_request,mixed"
+        default_value = "spawn_many_local,spawn_many_remote,yield_many,ping_pong,chained_spawn,lone_request,lone_request_cpu,mixed"
     )]
     only: Vec<Row>,
     /// Implementations to run (magpie/peer ratios need magpie; tokio-rayon runs only `mixed`).
