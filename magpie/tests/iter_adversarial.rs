@@ -265,6 +265,68 @@ fn destructor_panics_inside_the_runtime_reach_the_caller_and_drop_every_item_onc
     }
 }
 
+/// A predicate that panics inside the early-exit search (`any`, `find_first`, `find_any`,
+/// `position_first`, `all`), at any item of a piece, including one of the unrolled four
+/// between two looks at the stop flag: the panic reaches the caller and every item is
+/// dropped exactly once (the item being tested during the unwind, and the rest of its
+/// piece after it).
+#[test]
+fn a_panicking_predicate_in_an_early_exit_search_drops_every_item_once() {
+    quiet_planned_panics();
+    let _deadline = Deadline::new("predicate bombs", LIMIT);
+    const N: usize = 5_000;
+    let mut rng = SplitMix64::new(0x9e37);
+    for workers in [1, 2, 4] {
+        let rt = runtime(workers);
+        for round in 0..40 {
+            // Near the start of a piece too, where the unrolled group begins.
+            let bomb = if round % 4 == 0 {
+                round % 7
+            } else {
+                rng.below(N as u64) as usize
+            };
+            let drops: Vec<AtomicUsize> = (0..N).map(|_| AtomicUsize::new(0)).collect();
+            let kind = round % 5;
+            let items = || {
+                (0..N)
+                    .map(|id| Bomb {
+                        id,
+                        bomb: usize::MAX,
+                        drops: &drops,
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let test = |b: &Bomb<'_>| {
+                if b.id == bomb {
+                    planned_panic();
+                }
+                false
+            };
+            let result = panic::catch_unwind(AssertUnwindSafe(|| {
+                rt.install(|| match kind {
+                    0 => items().into_par_iter().any(|b| test(&b)),
+                    1 => items().into_par_iter().find_first(test).is_some(),
+                    2 => items().into_par_iter().find_any(test).is_some(),
+                    3 => items()
+                        .into_par_iter()
+                        .position_first(|b| test(&b))
+                        .is_some(),
+                    _ => items().into_par_iter().all(|b| !test(&b)),
+                })
+            }));
+            let what = format!("{workers} workers, round {round} (kind {kind}), bomb {bomb}");
+            for (id, d) in drops.iter().enumerate() {
+                let d = d.load(SeqCst);
+                assert_eq!(d, 1, "{what}: item {id} dropped {d} times");
+            }
+            match &result {
+                Ok(found) => panic!("{what}: the predicate's panic was lost (result {found})"),
+                Err(payload) => assert_eq!(payload_text(&**payload), PLANNED, "{what}"),
+            }
+        }
+    }
+}
+
 /// `find_first`, `find_any` and `find_last` hold the match of a piece while the rest of the
 /// piece is dropped (first, any) or walked (last); a later item's destructor that panics
 /// (outside any unwinding) must not make them forget that match: every item is dropped
