@@ -88,9 +88,10 @@ const _: () = assert!(MIN_IDLE_ROUNDS >= LIFO_STEAL_ROUND);
 /// of the computation that waits.
 ///
 /// Why: on the 2-vCPU test machine a request into an idle pool (the probe of
-/// `lone_request`, one request per millisecond) cost 73–85 µs of CPU, of which the worker's
-/// 48 rounds before it parked again were 30–40, against tokio's 40–47 in all (tokio parks
-/// after one search); with eight rounds, 41–42 µs, and the same 7 µs latency.
+/// `lone_request`, one request per millisecond, process CPU) cost 73–85 µs of CPU, of which
+/// the worker's 48 rounds before it parked again were 30–40, against tokio's 32–47 in all
+/// (tokio parks after one search); with this budget 36–39 µs, at the same 7–8 µs latency
+/// (tokio's 14). `magpie-bench async --only lone_request_cpu` measures it against the peers.
 #[derive(Debug)]
 pub(super) struct IdleBudget {
     /// Rounds before parking, `MIN_IDLE_ROUNDS..=FULL_IDLE_ROUNDS`.
