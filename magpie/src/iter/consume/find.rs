@@ -176,6 +176,9 @@ where
             }
         }
     };
+    // The rest of the piece drops before `found` is returned, so that a panic in one of its
+    // destructors drops `found` too: dropped as a local after the result was moved out, it
+    // would leak it (rust-lang/rust#47949).
     drop(rest);
     found
 }
