@@ -64,6 +64,62 @@ fn a_task_in_the_lifo_slot_is_not_stranded_behind_a_long_poll() {
     }
 }
 
+/// One link of a chain of spawns that runs until `strand` is set: then the link spawns a
+/// child into its LIFO slot and blocks its worker until the child has run elsewhere, and
+/// sends its worker and whether the child ran.
+fn link(strand: Arc<AtomicBool>, ran: Arc<AtomicBool>, tx: mpsc::Sender<(Option<usize>, bool)>) {
+    if !strand.load(SeqCst) {
+        drop(magpie::spawn(async move { link(strand, ran, tx) }));
+        return;
+    }
+    let flag = ran.clone();
+    drop(magpie::spawn(async move { flag.store(true, SeqCst) }));
+    let rescued = spin_until(&ran);
+    tx.send((magpie::current_worker_index(), rescued)).unwrap();
+}
+
+/// While a chain of spawns runs on one worker, the other parks as the LIFO watcher (R7 in
+/// the sleep protocol): the chain's fills of the LIFO slot wake nobody. A task stranded in
+/// the slot then (its owner blocked in the poll that spawned it) is still taken by the
+/// watcher, at one of its looks.
+#[test]
+fn a_task_stranded_while_a_worker_watches_the_lifo_slots_is_rescued() {
+    for round in 0..10 {
+        let rt = common::runtime_without_monitor(2);
+        let strand = Arc::new(AtomicBool::new(false));
+        let ran = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let chain = (strand.clone(), ran.clone());
+        drop(rt.spawn(async move { link(chain.0, chain.1, tx) }));
+        // The other worker parks as the watcher while the chain runs, and looks.
+        let deadline = Instant::now() + DEADLINE;
+        let watch_looks = |rt: &magpie::Runtime| {
+            rt.stats()
+                .workers
+                .iter()
+                .map(|w| w.watch_looks)
+                .sum::<u64>()
+        };
+        while watch_looks(&rt) == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: no worker watched"
+            );
+            std::thread::yield_now();
+        }
+        strand.store(true, SeqCst);
+        let (blocked, rescued) = rx.recv_timeout(DEADLINE).unwrap();
+        assert!(rescued, "round {round}: the child stayed in the LIFO slot");
+        assert!(ran.load(SeqCst));
+        assert!(blocked.is_some());
+        let stats = rt.stats();
+        assert!(
+            stats.workers.iter().map(|w| w.lifo_steals).sum::<u64>() >= 1,
+            "round {round}: {stats:?}"
+        );
+    }
+}
+
 /// A worker waiting inside `join` for a stolen half runs only jobs: a task queued on it
 /// meanwhile runs elsewhere, or on it after the `join` returns, never inside the wait.
 #[test]

@@ -47,6 +47,18 @@ use super::worker::WorkerThread;
 /// A task of this runtime, as its queues hold it.
 pub(crate) type Task = Notified<Arc<Registry>>;
 
+/// What [`Registry::visible_tasks`] saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VisibleTasks {
+    /// No task queue held a task.
+    None,
+    /// Only LIFO slots held tasks: each is its owner's next task, filled during a poll that
+    /// is still running or has just returned.
+    LifoOnly,
+    /// A ring, a mailbox or the inject queue held a task.
+    Queued,
+}
+
 /// The parts of one worker's task queues that other threads reach.
 #[derive(Debug)]
 pub(crate) struct TaskSlots {
@@ -349,6 +361,26 @@ impl Registry {
     /// README for why the sleepers' recheck is still sound).
     pub(crate) fn has_visible_jobs(&self) -> bool {
         !self.inject.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+    }
+
+    /// Where tasks are visible in this runtime's task queues (possibly stale, as above):
+    /// anywhere but the LIFO slots, only in LIFO slots, or nowhere. A parking worker's
+    /// recheck (R5) may leave tasks seen only in LIFO slots to a watcher (R7).
+    pub(crate) fn visible_tasks(&self) -> VisibleTasks {
+        if !self.task_inject.is_empty() {
+            return VisibleTasks::Queued;
+        }
+        let mut seen = VisibleTasks::None;
+        for slots in self.task_slots.iter() {
+            if !slots.ring.is_empty() || !slots.mailbox.is_empty() {
+                return VisibleTasks::Queued;
+            }
+            // Relaxed: as in `has_visible_tasks`.
+            if !slots.lifo.is_empty() {
+                seen = VisibleTasks::LifoOnly;
+            }
+        }
+        seen
     }
 
     /// Whether any task queue of this runtime holds a task (possibly stale, as above).

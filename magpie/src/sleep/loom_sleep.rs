@@ -643,3 +643,57 @@ fn loom_monitor_bell_without_recheck_is_missed() {
     // Negative control (see `bell_model`).
     bell_model(false);
 }
+
+/// R7 (sleep/README.md): worker 0, inside a poll, fills its empty LIFO slot (a job of the
+/// model's queue), notifies as a fill does (`notify_lifo`), and never returns from that poll:
+/// the task is stranded unless worker 1 takes it. Worker 1 parks as the LIFO watcher and
+/// stops watching after one look, as a watcher does when the slot's owner seems stuck.
+/// Either the fill's notification sees no watcher and claims worker 1, or worker 1's recheck
+/// after it stops watching (the heavy barrier pairs with the fill's light one) sees the
+/// task and claims its own wakeup. With `recheck` false worker 1 stops watching without
+/// looking, as a watcher that trusted its looks alone would, and sleeps on beside the
+/// stranded task.
+fn lifo_fill_vs_watcher(recheck: bool) {
+    model(None, move || {
+        with_pool(2, |pool| {
+            let watcher = spawn(pool, move |pool| {
+                // As `IdleLoop::park`: the role first, then R2. The recheck (R5) leaves tasks
+                // seen only in LIFO slots to the watch.
+                assert!(pool.sleep.try_watch(1));
+                assert!(!pool.sleep.register_parked(1, false));
+                // As `IdleLoop::watch`, once its look found the slot's owner stuck.
+                if pool.sleep.has_searching_token(1) {
+                    pool.sleep.end_watch_claimed(1);
+                } else {
+                    pool.sleep.end_watch(1);
+                    if recheck && pool.has_jobs() {
+                        pool.sleep.claim_own_wakeup(1);
+                    }
+                }
+                assert_eq!(pool.sleep.park(1, None), Wake::Searching);
+                assert!(pool.try_take(), "woken, and the slot was empty");
+                // Relaxed: the final counts are read after joining the threads.
+                pool.ran.fetch_add(1, Relaxed);
+                let _ = pool.sleep.stop_searching();
+            });
+            // Relaxed: a fill is a plain store, ordered by the light barrier in `notify_lifo`.
+            pool.jobs.fetch_add(1, Relaxed);
+            pool.sleep.notify_lifo();
+            watcher.join().unwrap();
+            pool.check_quiescent(1);
+        });
+    });
+}
+
+#[test]
+fn loom_lifo_fill_races_the_watcher_that_stops_watching() {
+    lifo_fill_vs_watcher(true);
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn loom_watcher_that_stops_without_a_recheck_strands_the_task() {
+    // Negative control: the fill saw the watcher and woke nobody, and the watcher stopped
+    // watching without looking.
+    lifo_fill_vs_watcher(false);
+}

@@ -18,6 +18,14 @@ mod parker;
 
 use std::time::Duration;
 
+/// How long a LIFO watcher (R7 in README.md) waits before its first look at the LIFO slots;
+/// each wait after doubles, up to [`WATCH_INTERVAL`].
+pub(crate) const WATCH_FIRST: Duration = Duration::from_micros(100);
+
+/// How long a LIFO watcher waits between looks at the LIFO slots, at most: a task stranded
+/// in one behind a long poll waits about this long, at most, for the watcher to take it.
+pub(crate) const WATCH_INTERVAL: Duration = Duration::from_millis(1);
+
 pub(crate) use bell::Bell;
 pub(crate) use parker::DriverUnpark;
 use parker::Parker;
@@ -33,7 +41,7 @@ pub(crate) enum Wake {
 
 use crate::sync::atomic::*;
 use crate::sync::barrier::Barrier;
-use crate::sync::AtomicU64;
+use crate::sync::{AtomicU64, AtomicUsize};
 use crate::util::CachePadded;
 
 const SEARCHING_ONE: u64 = 1;
@@ -74,6 +82,10 @@ pub(crate) struct Sleep {
     /// The stall monitor's bell, rung when a claim raises the unparked count from 0
     /// (`bell.rs`); `None` without a monitor.
     bell: Option<crate::sync::Arc<Bell>>,
+    /// The LIFO watcher (R7 in README.md): 0, or 1 + the index of the parked worker that
+    /// watches the busy workers' LIFO slots, so that a fill of an empty slot need not wake
+    /// anyone. Set by the watcher with a CAS from 0, cleared by it alone.
+    watcher: CachePadded<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Sleep {
@@ -119,6 +131,7 @@ impl Sleep {
             num_workers,
             barrier,
             bell: None,
+            watcher: CachePadded::new(AtomicUsize::new(0)),
         }
     }
 
@@ -406,6 +419,112 @@ impl Sleep {
         }
     }
 
+    /// Called after a running task filled its worker's empty LIFO slot: as
+    /// [`Sleep::notify_task`], but wakes nobody while a LIFO watcher is parked (R7). The
+    /// owner runs the task as soon as the poll that filled the slot returns; the watcher
+    /// looks at the slots every [`WATCH_INTERVAL`] and rescues a task whose owner is stuck,
+    /// and it rechecks every queue when it stops watching.
+    #[inline]
+    pub(crate) fn notify_lifo(&self) {
+        // As in `notify_work`; the barrier also orders the fill before the load of `watcher`
+        // (pairs with the heavy barrier in `end_watch`).
+        self.barrier.light();
+        // Acquire: as in `notify_work`.
+        if let Some(state) = self.unsaturated(Acquire) {
+            self.notify_lifo_cold(state);
+        }
+    }
+
+    #[cold]
+    fn notify_lifo_cold(&self, state: IdleState) {
+        // Relaxed: ordered after our fill by the light barrier above, which pairs with the
+        // heavy barrier between the watcher's clearing store and its recheck (`end_watch`):
+        // either we see the store and wake as R1 says, or the recheck sees our fill.
+        if self.wake_wanted(state) && self.watcher.load(Relaxed) == 0 {
+            self.wake_free_cold();
+        }
+    }
+
+    /// Makes `worker`, registered as parked (R2), the LIFO watcher if there is none (R7).
+    /// Returns whether it is now.
+    pub(crate) fn try_watch(&self, worker: usize) -> bool {
+        // Relaxed: the word carries no data, only whom a notifier may leave the work to;
+        // what the watcher must see is ordered by the barrier pair of `end_watch`.
+        self.watcher
+            .compare_exchange(0, worker + 1, Relaxed, Relaxed)
+            .is_ok()
+    }
+
+    /// Whether some worker other than the caller, which is registered as parked, is
+    /// unparked: one that may fill its LIFO slot (R7).
+    pub(crate) fn others_unparked(&self) -> bool {
+        // SeqCst: part of the total order on `state`, like every access to it.
+        IdleState(self.state.load(SeqCst)).unparked() > 0
+    }
+
+    /// `worker` stops watching (R7): clears the word, then runs the heavy barrier. After this
+    /// the caller rechecks every queue as R5 says, and claims a wakeup for what it sees.
+    pub(crate) fn end_watch(&self, worker: usize) {
+        // SeqCst: the heavy barrier below orders it before the recheck (see
+        // `notify_lifo_cold`).
+        let prev = self.watcher.swap(0, SeqCst);
+        debug_assert_eq!(prev, worker + 1, "worker {worker} was not the watcher");
+        self.barrier.heavy();
+    }
+
+    /// `worker` stops watching (R7) because a notifier claimed it: clears the word without
+    /// a barrier. It searches when its park settles, as a searcher, and parks through R2 and
+    /// R5 after, so a fill that left its wake to it is seen then if nobody took the task
+    /// before: its owner when the poll that filled it returned, a thief, or this worker.
+    pub(crate) fn end_watch_claimed(&self, worker: usize) {
+        // SeqCst: as in `end_watch`.
+        let prev = self.watcher.swap(0, SeqCst);
+        debug_assert_eq!(prev, worker + 1, "worker {worker} was not the watcher");
+    }
+
+    /// Whether a notifier claimed `worker`, registered as parked: its searching token is
+    /// here or on its way (the claimer sets it right after the claim), so it is counted as
+    /// unparked and searching.
+    pub(crate) fn has_searching_token(&self, worker: usize) -> bool {
+        let mask = 1u64 << (worker % 64);
+        // Acquire: as in `settle`.
+        self.idle[worker / 64].load(Acquire) & mask == 0
+    }
+
+    /// Whether `worker`, registered as parked, has a token waiting (woken by a notifier, a
+    /// latch, shutdown).
+    pub(crate) fn has_token(&self, worker: usize) -> bool {
+        self.parkers[worker].has_token()
+    }
+
+    /// Claims `worker`'s own wakeup as a searcher, as a notifier would (R5's "possibly us"),
+    /// for a worker that is still registered as parked and on its CPU: it counts as unparked
+    /// and searching when its park settles. If a notifier claimed it first, it is counted so
+    /// already.
+    pub(crate) fn claim_own_wakeup(&self, worker: usize) {
+        let word = &self.idle[worker / 64];
+        let mask = 1u64 << (worker % 64);
+        // AcqRel: as in `wake_cold`; exactly one claimer clears the bit.
+        if word.fetch_and(!mask, AcqRel) & mask != 0 {
+            // SeqCst: as in `wake_cold`.
+            let prev = self.state.fetch_add(UNPARKED_ONE + SEARCHING_ONE, SeqCst);
+            self.claimed(prev);
+            self.parkers[worker].unpark_searching(None);
+        }
+    }
+
+    /// Blocks `worker`, registered as parked, until a token arrives or `timeout` passes,
+    /// without settling: the caller calls [`Sleep::settle`] (or waits again) after.
+    pub(crate) fn wait(&self, worker: usize, timeout: Option<Duration>) {
+        self.parkers[worker].park(timeout);
+    }
+
+    /// As [`Sleep::wait`], in the driver (see [`Sleep::park_driving`]).
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn wait_driving(&self, worker: usize, wait: impl FnOnce()) {
+        self.parkers[worker].park_in(wait);
+    }
+
     /// Wakes one parked worker as a searcher, if one is parked. Returns whether it did.
     #[cold]
     pub(crate) fn wake_any_cold(&self) -> bool {
@@ -550,7 +669,7 @@ impl Sleep {
     }
 
     /// After a park: makes `worker` unparked again and says how it is counted.
-    fn settle(&self, worker: usize) -> Wake {
+    pub(crate) fn settle(&self, worker: usize) -> Wake {
         let parker = &self.parkers[worker];
         let word = &self.idle[worker / 64];
         let mask = 1u64 << (worker % 64);

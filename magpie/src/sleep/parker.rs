@@ -79,6 +79,12 @@ impl Parker {
         }
     }
 
+    /// Whether a token is present.
+    pub(crate) fn has_token(&self) -> bool {
+        let tokens = lock(&self.tokens);
+        tokens.plain || tokens.searching
+    }
+
     /// Blocks until the searching token is present, then consumes every token.
     pub(crate) fn take_searching(&self) {
         let mut tokens = lock(&self.tokens);

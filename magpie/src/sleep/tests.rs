@@ -700,3 +700,53 @@ fn a_batch_wakes_a_worker_per_task_where_a_single_task_wakes_one() {
     assert_eq!(counts(&sleep), (4, 4));
     assert!(!sleep.wake_any_cold());
 }
+
+/// R7: while a parked worker watches the LIFO slots, a fill of an empty slot wakes nobody;
+/// once it stops watching, fills wake as R1 says again. Other notifications never defer to
+/// the watcher: it is parked, and they claim it like any sleeper.
+#[test]
+fn a_fill_wakes_nobody_while_a_worker_watches() {
+    let sleep = Sleep::new(2);
+    assert!(sleep.try_watch(1));
+    assert!(!sleep.try_watch(0), "two watchers at once");
+    assert!(!sleep.register_parked(1, false));
+    sleep.notify_lifo();
+    assert_eq!(counts(&sleep), (1, 0), "a fill woke the watcher");
+    assert!(!sleep.has_searching_token(1));
+    // A task anywhere else claims the watcher as it would claim any parked worker.
+    sleep.notify_task();
+    assert_eq!(counts(&sleep), (2, 1));
+    assert!(sleep.has_searching_token(1));
+    sleep.end_watch_claimed(1);
+    assert_eq!(sleep.park(1, None), Wake::Searching);
+    assert!(sleep.stop_searching());
+    // No watcher now: a fill wakes a parked worker.
+    assert!(!sleep.register_parked(1, false));
+    sleep.notify_lifo();
+    assert_eq!(
+        counts(&sleep),
+        (2, 1),
+        "with no watcher a fill wakes as R1 says"
+    );
+    assert_eq!(sleep.park(1, None), Wake::Searching);
+}
+
+/// R7: a watcher that stops watching unclaimed and sees work in its recheck claims its own
+/// wakeup, and its park settles as a searcher's; the watcher word is free again.
+#[test]
+fn a_watcher_claims_its_own_wakeup_for_what_its_recheck_sees() {
+    let sleep = Sleep::new(2);
+    assert!(sleep.try_watch(1));
+    assert!(!sleep.register_parked(1, false));
+    sleep.end_watch(1);
+    assert!(sleep.try_watch(0), "the word was not cleared");
+    sleep.end_watch(0);
+    sleep.claim_own_wakeup(1);
+    assert_eq!(counts(&sleep), (2, 1));
+    // A second claim finds the bit gone and counts nothing twice.
+    sleep.claim_own_wakeup(1);
+    assert_eq!(counts(&sleep), (2, 1));
+    assert_eq!(sleep.park(1, None), Wake::Searching);
+    assert!(sleep.stop_searching());
+    assert_eq!(counts(&sleep), (2, 0));
+}

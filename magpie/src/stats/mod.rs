@@ -96,6 +96,7 @@ pub(crate) struct WorkerCounters {
     pub(crate) steal_operations: AtomicU64,
     pub(crate) lifo_hits: AtomicU64,
     pub(crate) lifo_steals: AtomicU64,
+    pub(crate) watch_looks: AtomicU64,
     pub(crate) inject_pulls: AtomicU64,
     pub(crate) overflows: AtomicU64,
     pub(crate) failed_steals: AtomicU64,
@@ -220,6 +221,7 @@ impl WorkerCounters {
             steal_operations: self.steal_operations.load(Relaxed),
             lifo_hits: self.lifo_hits.load(Relaxed),
             lifo_steals: self.lifo_steals.load(Relaxed),
+            watch_looks: self.watch_looks.load(Relaxed),
             inject_pulls: self.inject_pulls.load(Relaxed),
             overflows: self.overflows.load(Relaxed),
             failed_steals: self.failed_steals.load(Relaxed),
@@ -380,6 +382,11 @@ pub struct WorkerStats {
     /// Tasks this worker took out of another worker's LIFO slot, because that worker was
     /// busy in a long poll (the stranded-LIFO rescue; see ARCHITECTURE.md).
     pub lifo_steals: u64,
+    /// Looks this worker took at the other workers' LIFO slots while it was parked as the
+    /// LIFO watcher, one per millisecond of watching (R7 in the sleep protocol; see
+    /// ARCHITECTURE.md): what a pool pays to leave a chain of spawns or a ping-pong on one
+    /// worker without stranding a task behind a long poll.
+    pub watch_looks: u64,
     /// Batches pulled from the global inject queue.
     pub inject_pulls: u64,
     /// Times the local ring was full and half of it moved to the inject queue.

@@ -1,14 +1,22 @@
 //! A worker without work: spin, yield, then park through the sleep protocol, and drive the
 //! timers while parked (find-work step 6 of the module docs of `worker`).
 
-use crate::sleep::Wake;
+use crate::runtime::registry::VisibleTasks;
+use crate::sleep::{Wake, WATCH_FIRST, WATCH_INTERVAL};
 #[cfg(not(loom))]
 use crate::stats::add;
 use crate::stats::bump;
 use crate::stats::trace::Kind;
 use crate::sync::thread::{self};
 
+use super::search::WatchLook;
 use super::WorkerThread;
+
+/// How many looks a LIFO watcher makes at most before it stops watching and parks on
+/// (`IdleLoop::watch`): as many as it takes in a real build; under shuttle, whose scenarios
+/// must end, two. (Loom's runtime models run without the watch, which has a model of its
+/// own in `sleep/loom_sleep.rs`.)
+const WATCH_LOOKS: u32 = if cfg!(shuttle) { 2 } else { u32::MAX };
 
 /// Rounds of unsuccessful searching spent spinning before yielding, and before parking.
 /// Spinning briefly catches the next job of a fork-join computation without a futex round
@@ -290,6 +298,16 @@ impl<'w> IdleLoop<'w> {
         let worker = self.worker;
         let registry = &*worker.registry;
         let counters = &worker.counters;
+        // While another worker is awake, a worker outside `join` parks as the LIFO watcher
+        // if there is none yet (R7; `watch`): the fills of LIFO slots that follow wake
+        // nobody. It takes the role before it registers, so that no fill can claim it for a
+        // slot's task in between: its recheck below leaves tasks seen only in LIFO slots to
+        // their owners (each slot's task is its owner's next, filled by a poll that still
+        // runs or has just returned), and its watch looks at them.
+        let watching = !cfg!(any(loom, magpie_loom_broken))
+            && !self.join_wait
+            && registry.sleep.load().unparked() > 1
+            && registry.sleep.try_watch(worker.index);
         let _ = registry.sleep.register_parked(worker.index, self.searching);
         self.searching = false;
         // After `register_parked`, not before: a worker giving the driver role up without
@@ -309,11 +327,18 @@ impl<'w> IdleLoop<'w> {
         // Tasks wake only workers outside `join` (R6). With `--cfg magpie_loom_broken` the
         // task recheck is gone: a negative control that the runtime-level loom models must
         // catch (the lost wakeup of tokio#4383).
-        if registry.has_visible_jobs() {
+        let jobs = registry.has_visible_jobs();
+        if jobs {
             registry.sleep.wake_any_cold();
         }
-        if !cfg!(magpie_loom_broken) && registry.has_visible_tasks() {
-            registry.sleep.wake_free_cold();
+        if !cfg!(magpie_loom_broken) {
+            match registry.visible_tasks() {
+                VisibleTasks::None => {}
+                VisibleTasks::LifoOnly if watching => {}
+                VisibleTasks::LifoOnly | VisibleTasks::Queued => {
+                    registry.sleep.wake_free_cold();
+                }
+            }
         }
         // Inside `join` a worker does not take the role for its park (the latch wakes it,
         // and the tasks readiness would wake could not run here before the `join` returns).
@@ -355,7 +380,9 @@ impl<'w> IdleLoop<'w> {
             Kind::Park
         };
         worker.trace_event(park_kind, 0);
-        let (wake, io_wakers) = if driving {
+        let (wake, io_wakers) = if watching {
+            self.watch(driving, timeout)
+        } else if driving {
             self.park_in_driver(timeout)
         } else {
             (
@@ -396,6 +423,122 @@ impl<'w> IdleLoop<'w> {
         self.rounds = 0;
         // Time parked is not task time.
         worker.tasks.batch_start.set(None);
+    }
+
+    /// Parks as the LIFO watcher (R7 in `sleep/README.md`), registered as parked: waits in
+    /// growing steps ([`WATCH_FIRST`], doubling up to [`WATCH_INTERVAL`]; in the driver if
+    /// it holds the role), and after each wait looks at the other workers' LIFO slots. It
+    /// stops watching when a token arrives (a notifier claimed it, a latch, shutdown), the
+    /// driver found readiness, the timeout passed, every other worker has parked, or one
+    /// slot's task is stranded (`lifo_stranded`: its owner has begun no poll for a while).
+    /// Then it clears the watcher word, runs the heavy barrier and rechecks every queue; if
+    /// anything is visible it claims its own wakeup as a searcher (and takes a stranded task
+    /// at its first look: it remembers the owner's poll count). If the others parked and
+    /// nothing is visible, it parks on as any worker does.
+    ///
+    /// Why: a task that wakes or spawns one other task per poll (a chain of spawns, a
+    /// ping-pong over a channel) fills its worker's empty LIFO slot at every poll. Each fill
+    /// used to notify (R1): a parked worker woke, searched, found only the slot (its owner
+    /// runs it next), parked, and was woken by the next fill, or by its own recheck, which
+    /// saw the slot: a second CPU kept busy, a heavy barrier at each of its parks (a
+    /// `membarrier` that interrupts the chain's CPU), and on a 2-vCPU machine a CPU taken
+    /// from the thread that waits for the chain. Now one worker sleeps through it, looking
+    /// about once a millisecond.
+    fn watch(
+        &mut self,
+        driving: bool,
+        timeout: Option<std::time::Duration>,
+    ) -> (Wake, crate::io::WakeList) {
+        let worker = self.worker;
+        let registry = &*worker.registry;
+        let sleep = &registry.sleep;
+        let deadline = crate::sync::time::deadline_after(timeout);
+        let mut wakers = crate::io::WakeList::default();
+        let mut step = WATCH_FIRST;
+        // Whether to park on after the watch: unless it ended for a reason to run (a token,
+        // readiness, the timeout, a stranded task), or, under shuttle, at its last look.
+        let mut park_on = true;
+        for _ in 0..WATCH_LOOKS {
+            let left = deadline.map(|d| d.saturating_duration_since(crate::sync::time::now()));
+            if left.is_some_and(|left| left.is_zero()) {
+                park_on = false;
+                break;
+            }
+            let wait = left.map_or(step, |left| left.min(step));
+            step = (step * 2).min(WATCH_INTERVAL);
+            if driving {
+                self.turn_while_parked(Some(wait), &mut wakers);
+                if wakers.len() != 0 {
+                    park_on = false;
+                    break;
+                }
+            } else if cfg!(shuttle) {
+                // Shuttle models no time: a timed wait would wait for a token.
+                thread::yield_now();
+            } else {
+                sleep.wait(worker.index, Some(wait));
+            }
+            if sleep.has_token(worker.index) {
+                park_on = false;
+                break;
+            }
+            bump(&worker.counters.watch_looks);
+            if !sleep.others_unparked() {
+                break;
+            }
+            if worker.watch_lifo_slots() == WatchLook::Stuck {
+                park_on = false;
+                break;
+            }
+        }
+        if sleep.has_searching_token(worker.index) {
+            // Claimed by a notifier: we search when the park settles, and park through R2
+            // and R5 after, so a stranded task is found, or watched again, then.
+            sleep.end_watch_claimed(worker.index);
+            return (sleep.settle(worker.index), wakers);
+        }
+        sleep.end_watch(worker.index);
+        // R5 again: a fill that left its wake to us is visible now.
+        if registry.has_visible_jobs() || registry.has_visible_tasks() {
+            sleep.claim_own_wakeup(worker.index);
+        } else if park_on {
+            let left = deadline.map(|d| d.saturating_duration_since(crate::sync::time::now()));
+            if driving {
+                self.turn_while_parked(left, &mut wakers);
+            } else {
+                sleep.wait(worker.index, left);
+            }
+        }
+        (sleep.settle(worker.index), wakers)
+    }
+
+    /// One turn of the driver while this worker, holding the role, is registered as parked:
+    /// it returns on readiness (collected into `wakers`), `timeout`, or a wake of this
+    /// worker.
+    #[cfg(not(loom))]
+    fn turn_while_parked(
+        &self,
+        timeout: Option<std::time::Duration>,
+        wakers: &mut crate::io::WakeList,
+    ) {
+        let worker = self.worker;
+        let registry = &*worker.registry;
+        bump(&worker.counters.driver_polls_blocking);
+        let mut delivered = 0;
+        registry.sleep.wait_driving(worker.index, || {
+            delivered = registry.io.turn(timeout, wakers);
+        });
+        add(&worker.counters.io_events, delivered as u64);
+    }
+
+    /// Without an I/O driver, the holder waits on its parker.
+    #[cfg(loom)]
+    fn turn_while_parked(
+        &self,
+        timeout: Option<std::time::Duration>,
+        _wakers: &mut crate::io::WakeList,
+    ) {
+        self.worker.registry.sleep.wait(self.worker.index, timeout);
     }
 
     /// Parks as the holder of the driver role: in the I/O driver's `epoll_wait`, which

@@ -133,10 +133,11 @@ pub(crate) struct WorkerThread {
     /// one per task (`defer_unlink`, `unlink_completed`). At most [`MAX_DEFERRED_UNLINKS`].
     deferred_unlinks: RefCell<Vec<RawTask>>,
     /// For each victim, its poll count when this worker last found its LIFO slot occupied
-    /// and left the task there (`search.rs`, `steal_tasks_from`): a thief takes a LIFO task
-    /// only once the victim has begun no poll since, that is, while the poll that filled
-    /// the slot still runs.
-    lifo_seen: Box<[Cell<u64>]>,
+    /// and left the task there, and when it first saw that count (`Registry::uptime_ns`;
+    /// `search.rs`, `lifo_stranded`): a thief takes a LIFO task only once the victim has
+    /// begun no poll for [`LIFO_STRANDED_NS`](search::LIFO_STRANDED_NS), that is, while the
+    /// poll that filled the slot has run all that while.
+    lifo_seen: Box<[Cell<(u64, u64)>]>,
     /// Set while this worker, idle, wakes the tasks its own turn of the drivers found
     /// (`WorkerThread::wake_quietly`); then `schedule_local` counts each task it queues here
     /// instead of notifying for it.
@@ -694,7 +695,7 @@ pub(crate) fn run(seed: WorkerSeed) {
         quieted: Cell::new(0),
         owes_driver: Cell::new(false),
         lifo_seen: (0..seed.registry.num_slots())
-            .map(|_| Cell::new(u64::MAX))
+            .map(|_| Cell::new((u64::MAX, 0)))
             .collect(),
         index: seed.index,
         counters: seed.registry.counters[seed.index].clone(),

@@ -286,15 +286,8 @@ impl WorkerThread {
             return Some((Work::Task(unsafe { Task::from_header(ptr) }), 1));
         }
         if lifo && !slots.lifo.is_empty() {
-            // Relaxed: a hint. The victim bumps its count before every poll, and fills its
-            // slot only inside one, so an occupied slot and a count unchanged since our last
-            // look at an occupied slot mean one poll has run all that while, with the task
-            // stranded behind it (tokio#4941). A count that moved means the victim is
-            // getting through its polls and will take the task itself: a chain of spawns,
-            // each handed on through the slot, stays on its worker instead of being pulled
-            // to the thief's CPU at every look.
-            let polled = registry.counters[victim].tasks_polled.load(Relaxed);
-            if self.lifo_seen[victim].replace(polled) != polled {
+            // Taken only from an owner stuck in one poll (tokio#4941).
+            if !self.lifo_stranded(victim) {
                 return None;
             }
             if let Some(ptr) = slots.lifo.take() {
@@ -306,6 +299,74 @@ impl WorkerThread {
             }
         }
         None
+    }
+}
+
+/// What a LIFO watcher's look at the other workers' LIFO slots found (R7 in
+/// `sleep/README.md`; `WorkerThread::watch_lifo_slots`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WatchLook {
+    /// Some slot holds a task, and every such slot's owner has begun a poll since the
+    /// previous look: the owners are getting through their polls and will take them.
+    Moving,
+    /// No slot holds a task: nothing is left to watch.
+    Empty,
+    /// A slot holds a task and its owner has begun no poll since the previous look found
+    /// the slot occupied: the task is stranded behind a long poll.
+    Stuck,
+}
+
+/// How long a victim must have begun no poll, with its LIFO slot occupied, before a thief
+/// takes the slot's task (`WorkerThread::lifo_stranded`). A poll that runs longer than this
+/// after filling the slot holds its task up by more than a thief's wake-up would; one that
+/// runs shorter, or an owner that was off its CPU for less, is waited for. Under the
+/// checkers, whose clocks do not run (loom) or must not matter (shuttle), the count alone
+/// decides: it must be unchanged since the previous look.
+pub(super) const LIFO_STRANDED_NS: u64 = if cfg!(any(loom, shuttle)) { 0 } else { 50_000 };
+
+impl WorkerThread {
+    /// Whether the task in `victim`'s LIFO slot, which the caller has just seen occupied, is
+    /// stranded behind a long poll: the victim's poll count (`tasks_polled`, bumped before
+    /// every poll) has not moved for [`LIFO_STRANDED_NS`] since this worker first saw it.
+    /// The victim fills its slot only inside a poll, so an unchanged count means the poll
+    /// that filled it still runs; a count that moved means the victim gets through its
+    /// polls and will take the task itself: a chain of spawns, each handed on through the
+    /// slot, stays on its worker instead of being pulled to the thief's CPU at every look.
+    fn lifo_stranded(&self, victim: usize) -> bool {
+        let registry = &*self.registry;
+        // Relaxed: a hint; the victim writes it with plain stores.
+        let polled = registry.counters[victim].tasks_polled.load(Relaxed);
+        let (seen, since) = self.lifo_seen[victim].get();
+        if seen != polled {
+            let now = if LIFO_STRANDED_NS == 0 {
+                0
+            } else {
+                registry.uptime_ns()
+            };
+            self.lifo_seen[victim].set((polled, now));
+            return false;
+        }
+        LIFO_STRANDED_NS == 0 || registry.uptime_ns().saturating_sub(since) >= LIFO_STRANDED_NS
+    }
+
+    /// One look of a LIFO watcher at every other worker's LIFO slot. It remembers each
+    /// owner's poll count in `lifo_seen`, as a thief's look does (`steal_tasks_from`), so a
+    /// thief's next look after the watch takes a stranded task at once.
+    pub(super) fn watch_lifo_slots(&self) -> WatchLook {
+        let registry = &*self.registry;
+        let mut look = WatchLook::Empty;
+        for (victim, slots) in registry.task_slots.iter().enumerate() {
+            // Relaxed: hints, as in `steal_tasks_from`; the watcher's recheck when it stops
+            // watching is what no publication can slip past (R7).
+            if victim == self.index || slots.lifo.is_empty() {
+                continue;
+            }
+            if self.lifo_stranded(victim) {
+                return WatchLook::Stuck;
+            }
+            look = WatchLook::Moving;
+        }
+        look
     }
 }
 

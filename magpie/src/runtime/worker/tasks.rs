@@ -142,9 +142,10 @@ impl WorkerThread {
     /// running for a long time, the slot's task waits for it, while other workers may be
     /// idle; tokio's slot cannot be stolen and the task waits indefinitely. Here the slot is
     /// an atomic that thieves may empty (after [`LIFO_STEAL_ROUND`] rounds of searching, and
-    /// only once the owner has begun no poll since a thief's previous look, so that an owner
-    /// about to run it is not robbed), and filling it notifies the idle workers like any other
-    /// push, so an idle worker is awake to take it.
+    /// only once the owner has begun no poll for a while, so that an owner about to run it
+    /// is not robbed). Filling an empty slot notifies through `notify_lifo`: it wakes a
+    /// worker as any push does, unless a parked worker watches the slots (R7 in
+    /// `sleep/README.md`), which then takes a stranded task at its next look.
     ///
     /// Inside `block_in_place` (`in_task` is false then, so only this branch pays for the
     /// check) the task goes to the inject queue instead: this worker runs none until the
@@ -166,8 +167,9 @@ impl WorkerThread {
         } else {
             count(&self.tasks.local_scheduled);
             let ptr = task.into_header();
-            if let Some(displaced) = self.slots().lifo.replace(ptr) {
-                self.ring.push_back(displaced, &self.to_inject());
+            match self.slots().lifo.replace(ptr) {
+                Some(displaced) => self.ring.push_back(displaced, &self.to_inject()),
+                None => return self.registry.sleep.notify_lifo(),
             }
         }
         if self.quiet.get() {
