@@ -466,17 +466,23 @@ impl<'w> IdleLoop<'w> {
             }
             let wait = left.map_or(step, |left| left.min(step));
             step = (step * 2).min(WATCH_INTERVAL);
-            if driving {
-                self.turn_while_parked(Some(wait), &mut wakers);
-                if wakers.len() != 0 {
-                    park_on = false;
-                    break;
-                }
-            } else if cfg!(shuttle) {
+            if cfg!(shuttle) {
                 // Shuttle models no time: a timed wait would wait for a token.
                 thread::yield_now();
+            } else if driving && wait >= WATCH_INTERVAL {
+                self.turn_while_parked(Some(wait), &mut wakers);
             } else {
+                // `epoll_wait` counts in milliseconds: the shorter first waits are on the
+                // parker, each followed by a turn that does not wait, so that readiness
+                // waits no longer than they do.
                 sleep.wait(worker.index, Some(wait));
+                if driving {
+                    self.turn_while_parked(Some(std::time::Duration::ZERO), &mut wakers);
+                }
+            }
+            if wakers.len() != 0 {
+                park_on = false;
+                break;
             }
             if sleep.has_token(worker.index) {
                 park_on = false;
