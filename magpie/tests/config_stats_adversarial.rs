@@ -67,6 +67,7 @@ fn assert_later(then: &Stats, now: &Stats) {
                 b.block_in_place_calls,
             ),
             ("lifo_steals", a.lifo_steals, b.lifo_steals),
+            ("watch_looks", a.watch_looks, b.watch_looks),
             (
                 "budget_forced_yields",
                 a.budget_forced_yields,
