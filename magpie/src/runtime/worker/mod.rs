@@ -138,6 +138,9 @@ pub(crate) struct WorkerThread {
     /// begun no poll for [`LIFO_STRANDED_NS`](search::LIFO_STRANDED_NS), that is, while the
     /// poll that filled the slot has run all that while.
     lifo_seen: Box<[Cell<(u64, u64)>]>,
+    /// What the current idle stretch's looks at LIFO slots found (`search.rs`,
+    /// `lifo_stranded`): whether a task there may be stranded, not yet for long enough.
+    lifo_looks: Cell<search::LifoLooks>,
     /// Set while this worker, idle, wakes the tasks its own turn of the drivers found
     /// (`WorkerThread::wake_quietly`); then `schedule_local` counts each task it queues here
     /// instead of notifying for it.
@@ -697,6 +700,7 @@ pub(crate) fn run(seed: WorkerSeed) {
         lifo_seen: (0..seed.registry.num_slots())
             .map(|_| Cell::new((u64::MAX, 0)))
             .collect(),
+        lifo_looks: Cell::new(search::LifoLooks::default()),
         index: seed.index,
         counters: seed.registry.counters[seed.index].clone(),
         rng: Cell::new(FastRand::for_worker(seed.index)),

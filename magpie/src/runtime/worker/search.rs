@@ -302,6 +302,58 @@ impl WorkerThread {
     }
 }
 
+/// What this idle stretch's looks at the other workers' LIFO slots found
+/// (`WorkerThread::lifo_stranded`; `IdleLoop::spin` reads and resets it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct LifoLooks {
+    looked: bool,
+    progress: bool,
+    pending: bool,
+}
+
+impl LifoLooks {
+    fn looked(self) -> LifoLooks {
+        LifoLooks {
+            looked: true,
+            ..self
+        }
+    }
+
+    fn has_looked(self) -> bool {
+        self.looked
+    }
+
+    fn with_progress(self, progress: bool) -> LifoLooks {
+        LifoLooks {
+            progress: self.progress | progress,
+            ..self
+        }
+    }
+
+    fn pending(self) -> LifoLooks {
+        LifoLooks {
+            pending: true,
+            ..self
+        }
+    }
+
+    /// Whether the stretch should search on past its limit: its last look saw a slot whose
+    /// owner has begun no poll since an earlier look, but for less than [`LIFO_STRANDED_NS`],
+    /// and no look of this stretch saw an owner's count move (a chain of spawns, whose
+    /// owner is merely off its CPU for a moment, is left to the LIFO watcher, R7).
+    pub(super) fn wants_more(self) -> bool {
+        self.pending && !self.progress
+    }
+
+    /// Forgets the last look's verdict (read once per round).
+    pub(super) fn consumed(self) -> LifoLooks {
+        LifoLooks {
+            pending: false,
+            ..self
+        }
+    }
+}
+
 /// What a LIFO watcher's look at the other workers' LIFO slots found (R7 in
 /// `sleep/README.md`; `WorkerThread::watch_lifo_slots`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -337,6 +389,7 @@ impl WorkerThread {
         // Relaxed: a hint; the victim writes it with plain stores.
         let polled = registry.counters[victim].tasks_polled.load(Relaxed);
         let (seen, since) = self.lifo_seen[victim].get();
+        let looks = &self.lifo_looks;
         if seen != polled {
             let now = if LIFO_STRANDED_NS == 0 {
                 0
@@ -344,9 +397,16 @@ impl WorkerThread {
                 registry.uptime_ns()
             };
             self.lifo_seen[victim].set((polled, now));
+            // A count that moved since an earlier look of this stretch: an owner getting
+            // through its polls (a chain of spawns).
+            looks.set(looks.get().looked().with_progress(looks.get().has_looked()));
             return false;
         }
-        LIFO_STRANDED_NS == 0 || registry.uptime_ns().saturating_sub(since) >= LIFO_STRANDED_NS
+        if LIFO_STRANDED_NS == 0 || registry.uptime_ns().saturating_sub(since) >= LIFO_STRANDED_NS {
+            return true;
+        }
+        looks.set(looks.get().looked().pending());
+        false
     }
 
     /// One look of a LIFO watcher at every other worker's LIFO slot. It remembers each
