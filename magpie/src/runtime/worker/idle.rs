@@ -294,8 +294,9 @@ impl<'w> IdleLoop<'w> {
     /// owner it looked at got through a poll meanwhile. It takes that task when it has
     /// waited `LIFO_STRANDED_NS` (at most that long of yielding rounds), at once instead
     /// of at the first look of a LIFO watcher (R7), which would come a wait and a heavy
-    /// barrier later (`magpie-bench stall`, LIFO row: 0.25 ms at the median instead of
-    /// 0.08). Inside `join` tasks are not ours to take.
+    /// barrier later (`magpie-bench stall`, LIFO row: 0.08 ms at the median instead of
+    /// 1.2, the watcher's wait in `epoll_wait` counting in milliseconds). Inside `join`
+    /// tasks are not ours to take.
     fn pending_lifo_task(&self) -> bool {
         let looks = self.worker.lifo_looks.get();
         self.worker.lifo_looks.set(looks.consumed());
@@ -483,16 +484,12 @@ impl<'w> IdleLoop<'w> {
             if cfg!(shuttle) {
                 // Shuttle models no time: a timed wait would wait for a token.
                 thread::yield_now();
-            } else if driving && wait >= WATCH_INTERVAL {
+            } else if driving {
+                // In `epoll_wait`, which returns at once on readiness; it counts its timeout
+                // in milliseconds, so a watcher that drives looks once a millisecond.
                 self.turn_while_parked(Some(wait), &mut wakers);
             } else {
-                // `epoll_wait` counts in milliseconds: the shorter first waits are on the
-                // parker, each followed by a turn that does not wait, so that readiness
-                // waits no longer than they do.
                 sleep.wait(worker.index, Some(wait));
-                if driving {
-                    self.turn_while_parked(Some(std::time::Duration::ZERO), &mut wakers);
-                }
             }
             if wakers.len() != 0 {
                 park_on = false;
