@@ -358,13 +358,13 @@ impl LifoLooks {
 /// `sleep/README.md`; `WorkerThread::watch_lifo_slots`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum WatchLook {
-    /// Some slot holds a task, and every such slot's owner has begun a poll since the
-    /// previous look: the owners are getting through their polls and will take them.
+    /// Some slot holds a task, and no such slot's owner has been in one poll for
+    /// [`LIFO_STRANDED_NS`]: the owners are getting through their polls and will take them.
     Moving,
-    /// No slot holds a task: nothing is left to watch.
+    /// No slot holds a task.
     Empty,
-    /// A slot holds a task and its owner has begun no poll since the previous look found
-    /// the slot occupied: the task is stranded behind a long poll.
+    /// A slot holds a task and its owner has begun no poll for [`LIFO_STRANDED_NS`]: the
+    /// task is stranded behind a long poll.
     Stuck,
 }
 
