@@ -375,7 +375,8 @@ impl Registry {
             if !slots.ring.is_empty() || !slots.mailbox.is_empty() {
                 return VisibleTasks::Queued;
             }
-            // Relaxed: as in `has_visible_tasks`.
+            // Relaxed: a hint, like the lengths above; the heavy barrier before the
+            // recheck orders it (sleep/README.md, R5).
             if !slots.lifo.is_empty() {
                 seen = VisibleTasks::LifoOnly;
             }
@@ -385,14 +386,7 @@ impl Registry {
 
     /// Whether any task queue of this runtime holds a task (possibly stale, as above).
     pub(crate) fn has_visible_tasks(&self) -> bool {
-        !self.task_inject.is_empty()
-            || self.task_slots.iter().any(|slots| {
-                !slots.ring.is_empty()
-                    || !slots.mailbox.is_empty()
-                    // Relaxed: a hint, like the lengths above; the heavy barrier before the
-                    // recheck orders it (sleep/README.md, R5).
-                    || !slots.lifo.is_empty()
-            })
+        self.visible_tasks() != VisibleTasks::None
     }
 
     pub(crate) fn is_terminating(&self) -> bool {

@@ -440,8 +440,8 @@ impl Sleep {
         // Relaxed: ordered after our fill by the light barrier above, which pairs with the
         // heavy barrier between the watcher's clearing store and its recheck (`end_watch`):
         // either we see the store and wake as R1 says, or the recheck sees our fill.
-        if self.wake_wanted(state) && self.watcher.load(Relaxed) == 0 {
-            self.wake_free_cold();
+        if self.watcher.load(Relaxed) == 0 {
+            self.notify_task_cold(state);
         }
     }
 
@@ -506,11 +506,19 @@ impl Sleep {
         let mask = 1u64 << (worker % 64);
         // AcqRel: as in `wake_cold`; exactly one claimer clears the bit.
         if word.fetch_and(!mask, AcqRel) & mask != 0 {
-            // SeqCst: as in `wake_cold`.
-            let prev = self.state.fetch_add(UNPARKED_ONE + SEARCHING_ONE, SeqCst);
-            self.claimed(prev);
-            self.parkers[worker].unpark_searching(None);
+            self.count_claimed_searcher(worker);
         }
+    }
+
+    /// The rest of a claim, by whoever cleared `worker`'s idle bit to wake it as a searcher
+    /// (`wake_cold`, `claim_own_wakeup`): counts it as unparked and searching, and hands it
+    /// the searching token.
+    fn count_claimed_searcher(&self, worker: usize) {
+        // SeqCst: part of the total order on `state` (R1, R2), and of the monitor's bell
+        // pair (`bell.rs`).
+        let prev = self.state.fetch_add(UNPARKED_ONE + SEARCHING_ONE, SeqCst);
+        self.claimed(prev);
+        self.parkers[worker].unpark_searching(self.driver_unpark.as_ref());
     }
 
     /// Blocks `worker`, registered as parked, until a token arrives or `timeout` passes,
@@ -519,8 +527,12 @@ impl Sleep {
         self.parkers[worker].park(timeout);
     }
 
-    /// As [`Sleep::wait`], in the driver (see [`Sleep::park_driving`]).
-    #[cfg_attr(loom, allow(dead_code))]
+    /// As [`Sleep::wait`], but blocks in the driver: `wait` is one driver turn that returns
+    /// on an event, its timeout or the driver's unpark, which every wake of this worker
+    /// calls while it waits there (`parker.rs`, "Parking in the driver"). The caller holds
+    /// the driver role, and it may return with no token at all (an I/O event): its settle
+    /// then claims its own bit back, as after a timeout.
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))]
     pub(crate) fn wait_driving(&self, worker: usize, wait: impl FnOnce()) {
         self.parkers[worker].park_in(wait);
     }
@@ -568,12 +580,7 @@ impl Sleep {
                 // and with the sleeper's own claim attempt in `park`.
                 let prev = word.fetch_and(!mask, AcqRel);
                 if prev & mask != 0 {
-                    let worker = word_index * 64 + bit;
-                    // SeqCst: part of the total order on `state` (R1, R2), and of the
-                    // monitor's bell pair (`bell.rs`).
-                    let prev = self.state.fetch_add(UNPARKED_ONE + SEARCHING_ONE, SeqCst);
-                    self.claimed(prev);
-                    self.parkers[worker].unpark_searching(self.driver_unpark.as_ref());
+                    self.count_claimed_searcher(word_index * 64 + bit);
                     return true;
                 }
                 bits = prev & !mask & allowed;
@@ -653,18 +660,15 @@ impl Sleep {
     /// [`Wake::Searching`] if a notifier claimed it (and counted it as searching),
     /// [`Wake::Plain`] if it claimed its own idle bit back (counted as unparked only).
     pub(crate) fn park(&self, worker: usize, timeout: Option<Duration>) -> Wake {
-        self.parkers[worker].park(timeout);
+        self.wait(worker, timeout);
         self.settle(worker)
     }
 
-    /// As [`Sleep::park`], but blocks in the driver: `wait` is one driver turn that returns
-    /// on an event, its timeout or the driver's unpark, which every wake of this worker
-    /// calls while it waits there (`parker.rs`, "Parking in the driver"). The caller holds
-    /// the driver role, and it may return with no token at all (an I/O event): it then
-    /// claims its own bit back, as after a timeout.
-    #[cfg_attr(loom, allow(dead_code))] // No driver there but the models'.
+    /// [`Sleep::wait_driving`], then [`Sleep::settle`] (the models' shorthand; a worker
+    /// may wait several turns before it settles, `IdleLoop::watch`).
+    #[cfg(all(test, loom))]
     pub(crate) fn park_driving(&self, worker: usize, wait: impl FnOnce()) -> Wake {
-        self.parkers[worker].park_in(wait);
+        self.wait_driving(worker, wait);
         self.settle(worker)
     }
 

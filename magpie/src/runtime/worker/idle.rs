@@ -9,7 +9,6 @@ use crate::stats::bump;
 use crate::stats::trace::Kind;
 use crate::sync::thread::{self};
 
-use super::search::WatchLook;
 use super::WorkerThread;
 
 /// How many looks a LIFO watcher makes at most before it stops watching and parks on
@@ -289,18 +288,21 @@ impl<'w> IdleLoop<'w> {
         }
     }
 
-    /// Whether this stretch should search on past its limit (`LifoLooks::wants_more`): its
-    /// last round saw a LIFO task that may be stranded behind its owner's poll, and no
-    /// owner it looked at got through a poll meanwhile. It takes that task when it has
+    /// Whether this stretch should search on past its limit: its last round saw a LIFO task
+    /// that may be stranded behind its owner's poll (`LifoLooks::pending`), and no owner it
+    /// looked at got through a poll during the stretch (`LifoLooks::progress`: a chain of
+    /// spawns, whose owner is merely off its CPU for a moment, is left to the watcher). It takes that task when it has
     /// waited `LIFO_STRANDED_NS` (at most that long of yielding rounds), at once instead
     /// of at the first look of a LIFO watcher (R7), which would come a wait and a heavy
     /// barrier later (`magpie-bench stall`, LIFO row: 0.08 ms at the median instead of
     /// 1.2, the watcher's wait in `epoll_wait` counting in milliseconds). Inside `join`
     /// tasks are not ours to take.
     fn pending_lifo_task(&self) -> bool {
-        let looks = self.worker.lifo_looks.get();
-        self.worker.lifo_looks.set(looks.consumed());
-        looks.wants_more() && !self.join_wait
+        let mut looks = self.worker.lifo_looks.get();
+        let wants_more = looks.pending && !looks.progress;
+        looks.pending = false;
+        self.worker.lifo_looks.set(looks);
+        wants_more && !self.join_wait
     }
 
     /// Parks through the sleep protocol (R2, R5) until woken, then resumes as the wake says.
@@ -508,7 +510,7 @@ impl<'w> IdleLoop<'w> {
             if !sleep.others_unparked() {
                 break;
             }
-            if worker.watch_lifo_slots() == WatchLook::Stuck {
+            if worker.lifo_task_stranded() {
                 park_on = false;
                 break;
             }
@@ -567,28 +569,10 @@ impl<'w> IdleLoop<'w> {
     /// returns on readiness, the timeout (the next timer's deadline, if any), or a
     /// wake of this worker (`sleep/parker.rs`, "Parking in the driver"). Returns the wakers
     /// of the readiness found there, for the caller to wake once the park has settled.
-    #[cfg(not(loom))]
     fn park_in_driver(&self, timeout: Option<std::time::Duration>) -> (Wake, crate::io::WakeList) {
-        let worker = self.worker;
-        let registry = &*worker.registry;
-        bump(&worker.counters.driver_polls_blocking);
-        let mut delivered = 0;
         let mut wakers = crate::io::WakeList::default();
-        let wake = registry.sleep.park_driving(worker.index, || {
-            delivered = registry.io.turn(timeout, &mut wakers);
-        });
-        add(&worker.counters.io_events, delivered as u64);
-        (wake, wakers)
-    }
-
-    /// Without an I/O driver (loom models no OS; shuttle has a model of the driver,
-    /// `io/fake_driver.rs`), the holder parks on its parker.
-    #[cfg(loom)]
-    fn park_in_driver(&self, timeout: Option<std::time::Duration>) -> (Wake, crate::io::WakeList) {
-        (
-            self.worker.registry.sleep.park(self.worker.index, timeout),
-            crate::io::WakeList::default(),
-        )
+        self.turn_while_parked(timeout, &mut wakers);
+        (self.worker.registry.sleep.settle(self.worker.index), wakers)
     }
 
     /// A worker waiting inside `join` was woken as a searcher. It never counts as one (R6),

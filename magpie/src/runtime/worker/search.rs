@@ -303,69 +303,17 @@ impl WorkerThread {
 }
 
 /// What this idle stretch's looks at the other workers' LIFO slots found
-/// (`WorkerThread::lifo_stranded`; `IdleLoop::spin` reads and resets it).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// (`WorkerThread::lifo_stranded`; `IdleLoop::spin` resets it at the stretch's start and
+/// reads it when the stretch reaches its limit).
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct LifoLooks {
-    looked: bool,
-    progress: bool,
-    pending: bool,
-}
-
-impl LifoLooks {
-    fn looked(self) -> LifoLooks {
-        LifoLooks {
-            looked: true,
-            ..self
-        }
-    }
-
-    fn has_looked(self) -> bool {
-        self.looked
-    }
-
-    fn with_progress(self, progress: bool) -> LifoLooks {
-        LifoLooks {
-            progress: self.progress | progress,
-            ..self
-        }
-    }
-
-    fn pending(self) -> LifoLooks {
-        LifoLooks {
-            pending: true,
-            ..self
-        }
-    }
-
-    /// Whether the stretch should search on past its limit: its last look saw a slot whose
-    /// owner has begun no poll since an earlier look, but for less than [`LIFO_STRANDED_NS`],
-    /// and no look of this stretch saw an owner's count move (a chain of spawns, whose
-    /// owner is merely off its CPU for a moment, is left to the LIFO watcher, R7).
-    pub(super) fn wants_more(self) -> bool {
-        self.pending && !self.progress
-    }
-
-    /// Forgets the last look's verdict (read once per round).
-    pub(super) fn consumed(self) -> LifoLooks {
-        LifoLooks {
-            pending: false,
-            ..self
-        }
-    }
-}
-
-/// What a LIFO watcher's look at the other workers' LIFO slots found (R7 in
-/// `sleep/README.md`; `WorkerThread::watch_lifo_slots`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum WatchLook {
-    /// Some slot holds a task, and no such slot's owner has been in one poll for
-    /// [`LIFO_STRANDED_NS`]: the owners are getting through their polls and will take them.
-    Moving,
-    /// No slot holds a task.
-    Empty,
-    /// A slot holds a task and its owner has begun no poll for [`LIFO_STRANDED_NS`]: the
-    /// task is stranded behind a long poll.
-    Stuck,
+    /// Some look of this stretch found an occupied slot.
+    pub(super) looked: bool,
+    /// A look found an owner's poll count moved since an earlier look of this stretch.
+    pub(super) progress: bool,
+    /// The last look found a slot whose owner has begun no poll since an earlier look, but
+    /// for less than [`LIFO_STRANDED_NS`].
+    pub(super) pending: bool,
 }
 
 /// How long a victim must have begun no poll, with its LIFO slot occupied, before a thief
@@ -389,7 +337,7 @@ impl WorkerThread {
         // Relaxed: a hint; the victim writes it with plain stores.
         let polled = registry.counters[victim].tasks_polled.load(Relaxed);
         let (seen, since) = self.lifo_seen[victim].get();
-        let looks = &self.lifo_looks;
+        let mut looks = self.lifo_looks.get();
         if seen != polled {
             let now = if LIFO_STRANDED_NS == 0 {
                 0
@@ -399,34 +347,33 @@ impl WorkerThread {
             self.lifo_seen[victim].set((polled, now));
             // A count that moved since an earlier look of this stretch: an owner getting
             // through its polls (a chain of spawns).
-            looks.set(looks.get().looked().with_progress(looks.get().has_looked()));
+            looks.progress |= looks.looked;
+            looks.looked = true;
+            self.lifo_looks.set(looks);
             return false;
         }
         if LIFO_STRANDED_NS == 0 || registry.uptime_ns().saturating_sub(since) >= LIFO_STRANDED_NS {
             return true;
         }
-        looks.set(looks.get().looked().pending());
+        looks.looked = true;
+        looks.pending = true;
+        self.lifo_looks.set(looks);
         false
     }
 
-    /// One look of a LIFO watcher at every other worker's LIFO slot. It remembers each
-    /// owner's poll count in `lifo_seen`, as a thief's look does (`steal_tasks_from`), so a
-    /// thief's next look after the watch takes a stranded task at once.
-    pub(super) fn watch_lifo_slots(&self) -> WatchLook {
-        let registry = &*self.registry;
-        let mut look = WatchLook::Empty;
-        for (victim, slots) in registry.task_slots.iter().enumerate() {
+    /// One look of a LIFO watcher at every other worker's LIFO slot: whether one holds a
+    /// task stranded behind its owner's poll (`lifo_stranded`). It remembers each owner's
+    /// poll count in `lifo_seen`, as a thief's look does (`steal_tasks_from`), so a thief's
+    /// next look after the watch takes a stranded task at once.
+    pub(super) fn lifo_task_stranded(&self) -> bool {
+        self.registry
+            .task_slots
+            .iter()
+            .enumerate()
             // Relaxed: hints, as in `steal_tasks_from`; the watcher's recheck when it stops
             // watching is what no publication can slip past (R7).
-            if victim == self.index || slots.lifo.is_empty() {
-                continue;
-            }
-            if self.lifo_stranded(victim) {
-                return WatchLook::Stuck;
-            }
-            look = WatchLook::Moving;
-        }
-        look
+            .filter(|(victim, slots)| *victim != self.index && !slots.lifo.is_empty())
+            .any(|(victim, _)| self.lifo_stranded(victim))
     }
 }
 
