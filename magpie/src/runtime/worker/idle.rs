@@ -17,6 +17,28 @@ use super::WorkerThread;
 /// own in `sleep/loom_sleep.rs`.)
 const WATCH_LOOKS: u32 = if cfg!(shuttle) { 2 } else { u32::MAX };
 
+/// Whether a worker about to park, while another worker is unparked, becomes the LIFO
+/// watcher (R7 in `sleep/README.md`), given what its recheck sees now and whether a look of
+/// its idle stretch found a LIFO slot occupied (`LifoLooks::looked`).
+///
+/// Only where slots are being filled: a pool whose tasks are woken by I/O or from outside
+/// fills none, and its parks pay nothing for the watch (an echo server's parks as watchers
+/// cost it a fifth of its requests a second on 2 vCPUs). A slot occupied now says so; so
+/// does one that a look of the stretch found occupied and that is empty now, with nothing
+/// else queued: a chain's slot is empty between its owner's take and the next fill, most of
+/// the time, and a worker that parked without watching there was woken by the next fill,
+/// searched again and parked again, paying a heavy barrier while the chain ran (a 1,000-spawn
+/// chain on 2 workers: 1.5 parks of the second worker per chain instead of 1.0, and 20–35 µs
+/// more before the thread waiting for the chain got its answer). Work queued elsewhere is
+/// R5's to wake for, so its worker does not watch.
+fn parks_as_watcher(visible: VisibleTasks, stretch_saw_a_filled_slot: bool) -> bool {
+    match visible {
+        VisibleTasks::LifoOnly => true,
+        VisibleTasks::None => stretch_saw_a_filled_slot,
+        VisibleTasks::Queued => false,
+    }
+}
+
 /// Rounds of unsuccessful searching spent spinning before yielding, and before parking.
 /// Spinning briefly catches the next job of a fork-join computation without a futex round
 /// trip (the Blitz seed uses 64 spins, 128 yields); we search every victim once per round,
@@ -315,20 +337,17 @@ impl<'w> IdleLoop<'w> {
         let worker = self.worker;
         let registry = &*worker.registry;
         let counters = &worker.counters;
-        // While another worker is awake and a LIFO slot holds a task, a worker outside
-        // `join` parks as the LIFO watcher if there is none yet (R7; `watch`): the fills of
-        // LIFO slots that follow wake nobody. It takes the role before it registers, so that
-        // no fill can claim it for a slot's task in between: its recheck below leaves tasks
-        // seen only in LIFO slots to their owners (each slot's task is its owner's next,
-        // filled by a poll that still runs or has just returned), and its watch looks at
-        // them. Only where a slot is filled: a pool whose tasks are woken by I/O or from
-        // outside fills none, and its parks pay nothing for the watch (an echo server's
-        // parks as watchers cost it a fifth of its requests a second on 2 vCPUs). A chain
-        // whose slot was empty at the look gets its watcher at a later park.
+        // While another worker is awake and fills LIFO slots, a worker outside `join` parks
+        // as the LIFO watcher if there is none yet (R7; `watch`): the fills that follow wake
+        // nobody. It takes the role before it registers, so that no fill can claim it for a
+        // slot's task in between: its recheck below leaves tasks seen only in LIFO slots to
+        // their owners (each slot's task is its owner's next, filled by a poll that still
+        // runs or has just returned), and its watch looks at them. `parks_as_watcher` says
+        // when the slots are being filled.
         let watching = !cfg!(any(loom, magpie_loom_broken))
             && !self.join_wait
             && registry.sleep.load().unparked() > 1
-            && registry.visible_tasks() == VisibleTasks::LifoOnly
+            && parks_as_watcher(registry.visible_tasks(), worker.lifo_looks.get().looked)
             && registry.sleep.try_watch(worker.index);
         let _ = registry.sleep.register_parked(worker.index, self.searching);
         self.searching = false;
@@ -595,7 +614,23 @@ impl<'w> IdleLoop<'w> {
 
 #[cfg(all(test, not(loom), not(shuttle)))]
 mod tests {
-    use super::{IdleBudget, FULL_IDLE_ROUNDS, MIN_IDLE_ROUNDS, SPIN_ROUNDS};
+    use super::{parks_as_watcher, IdleBudget, FULL_IDLE_ROUNDS, MIN_IDLE_ROUNDS, SPIN_ROUNDS};
+    use crate::runtime::registry::VisibleTasks;
+
+    #[test]
+    fn a_worker_watches_where_slots_are_filled_and_nothing_else_is_queued() {
+        // A slot occupied at the recheck.
+        assert!(parks_as_watcher(VisibleTasks::LifoOnly, false));
+        assert!(parks_as_watcher(VisibleTasks::LifoOnly, true));
+        // A chain's slot, empty between its owner's take and the next fill, that a look of
+        // the stretch found occupied.
+        assert!(parks_as_watcher(VisibleTasks::None, true));
+        // An idle pool, or one fed by I/O: no slot filled.
+        assert!(!parks_as_watcher(VisibleTasks::None, false));
+        // Queued work is R5's to wake for.
+        assert!(!parks_as_watcher(VisibleTasks::Queued, false));
+        assert!(!parks_as_watcher(VisibleTasks::Queued, true));
+    }
 
     /// Parks `n` stretches that found nothing, each timed at `stretch_ns` if it is whole.
     fn park_empty(budget: &mut IdleBudget, n: usize, stretch_ns: u64, parked_ns: u64) {
