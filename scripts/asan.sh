@@ -38,7 +38,7 @@ case "$host" in
         ;;
 esac
 
-flags="-Zsanitizer=address -Cunsafe-allow-abi-mismatch=sanitizer -Cforce-frame-pointers=yes"
+flags="--cfg magpie_no_cell_cache -Zsanitizer=address -Cunsafe-allow-abi-mismatch=sanitizer -Cforce-frame-pointers=yes"
 export RUSTFLAGS="$flags"
 export RUSTDOCFLAGS="$flags"
 export CARGO_TARGET_DIR=target/asan

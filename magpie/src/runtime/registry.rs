@@ -1189,6 +1189,28 @@ impl Schedule for Arc<Registry> {
     }
 
     #[inline]
+    fn reuse_cell(&self, layout: std::alloc::Layout) -> Option<NonNull<u8>> {
+        // Only on this registry's own workers, which keep the cells their frees give back.
+        // SAFETY: as in `recycle`.
+        match unsafe { WorkerThread::current().as_ref() } {
+            Some(worker) if ptr::eq(worker.registry(), &**self) => worker.cells.take(layout),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    unsafe fn keep_cell(&self, memory: NonNull<u8>, layout: std::alloc::Layout) -> bool {
+        // SAFETY: as in `recycle`.
+        match unsafe { WorkerThread::current().as_ref() } {
+            // SAFETY: the caller's contract is the cache's.
+            Some(worker) if ptr::eq(worker.registry(), &**self) => unsafe {
+                worker.cells.keep(memory, layout)
+            },
+            _ => false,
+        }
+    }
+
+    #[inline]
     fn recycle(self) {
         // A task freed on one of this registry's workers leaves its reference with that
         // worker for the next spawn there; elsewhere (a `JoinHandle` dropped last on an

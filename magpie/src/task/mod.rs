@@ -11,6 +11,7 @@
 
 pub(crate) mod block;
 mod builder;
+pub(crate) mod cell_cache;
 pub(crate) mod closure;
 pub(crate) mod coop;
 mod error;

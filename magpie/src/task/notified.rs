@@ -1,6 +1,7 @@
 //! The scheduler's side of a task: the [`Schedule`] trait, the [`Notified`] handle that run
 //! queues hold, and [`new_task`], which makes a task and its two first handles.
 
+use std::alloc::Layout;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -56,6 +57,28 @@ pub(crate) trait Schedule: Send + Sync + Sized + 'static {
     /// (`block.rs`), if it keeps any. The default keeps none.
     fn block_spares(&self) -> Option<&BlockSpares> {
         None
+    }
+
+    /// Memory for a new task's boxed cell of `layout`, from cells freed before
+    /// ([`keep_cell`](Schedule::keep_cell)), if the scheduler has one: allocated by the
+    /// global allocator with `layout`, holding nothing, and the caller's. The default keeps
+    /// none.
+    fn reuse_cell(&self, layout: Layout) -> Option<NonNull<u8>> {
+        let _ = layout;
+        None
+    }
+
+    /// Offers the memory of a freed boxed cell for a later [`reuse_cell`](Schedule::reuse_cell)
+    /// (`cell_cache.rs`). Returns true if the scheduler took it; the caller frees it
+    /// otherwise. The default takes none.
+    ///
+    /// # Safety
+    ///
+    /// `memory` was allocated by the global allocator with `layout`, holds nothing live, and
+    /// is the caller's to free; if this returns true the caller must not touch it again.
+    unsafe fn keep_cell(&self, memory: NonNull<u8>, layout: Layout) -> bool {
+        let _ = (memory, layout);
+        false
     }
 
     /// The task that held this scheduler was freed, and hands it back. The default drops

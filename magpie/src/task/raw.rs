@@ -23,7 +23,8 @@
 //!
 //! 1. A [`RawTask`] points to the `Header` at offset 0 of a live `Cell<F, S>` allocated by
 //!    [`RawTask::new`], and that header's `vtable` is `Vtables::<F, S>::BOXED` for the same
-//!    `F` and `S` if the cell is a `Box`, `Vtables::<F, S>::IN_BLOCK` if it was placed in a
+//!    `F` and `S` if the cell is a `Box` (or memory the global allocator gave with the same
+//!    layout, from the scheduler's cache of freed cells: `cell_cache.rs`), `Vtables::<F, S>::IN_BLOCK` if it was placed in a
 //!    batch's block; the two differ only in `dealloc`, and the vtable functions cast back
 //!    only to that type.
 //! 2. Every method that dereferences a [`RawTask`] needs its caller to hold one of the task's
@@ -42,10 +43,11 @@
 //!    `Notified`, while it holds `RUNNING`), so one thread at a time; anyone holding a
 //!    reference may read them, Relaxed.
 
+use std::alloc::Layout;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
+use std::mem::{ManuallyDrop, MaybeUninit};
 use std::panic::Location;
 use std::pin::Pin;
 use std::ptr::{self, NonNull};
@@ -408,6 +410,12 @@ impl RawTask {
         F::Output: Send + 'static,
         S: Schedule,
     {
+        // A boxed cell's memory: a freed cell's, if the scheduler kept one of this layout
+        // (`cell_cache.rs`), else a new box.
+        let reused = match batch {
+            Some(_) => None,
+            None => scheduler.reuse_cell(Layout::new::<Cell<F, S>>()),
+        };
         let cell = |vtable| Cell {
             header: Header {
                 state: if detached {
@@ -430,7 +438,17 @@ impl RawTask {
         };
         let cell = match batch {
             Some((batch, hint)) => batch.place(hint, cell(&Vtables::<F, S>::IN_BLOCK)),
-            None => NonNull::from(Box::leak(Box::new(cell(&Vtables::<F, S>::BOXED)))),
+            None => match reused {
+                Some(memory) => {
+                    let memory = memory.cast::<Cell<F, S>>();
+                    // SAFETY: `reuse_cell`'s contract: the memory is ours, allocated by the
+                    // global allocator with this cell's layout, as a box of it is; so it
+                    // is freed as one (invariant 1).
+                    unsafe { memory.as_ptr().write(cell(&Vtables::<F, S>::BOXED)) };
+                    memory
+                }
+                None => NonNull::from(Box::leak(Box::new(cell(&Vtables::<F, S>::BOXED)))),
+            },
         };
         #[cfg(all(any(test, debug_assertions), not(loom)))]
         LIVE_TASKS.fetch_add(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.
@@ -843,7 +861,21 @@ where
     let mut cell = unsafe { Box::from_raw(ptr.cast::<Cell<F, S>>().as_ptr()) };
     // SAFETY: this thread owns the whole cell (as above).
     let scheduler = unsafe { empty_cell(&mut cell) };
-    drop(cell);
+    // The rest of the cell is dropped in place; the memory, held meanwhile as a box of
+    // `MaybeUninit`, which frees it without dropping anything if that drop unwinds, then goes
+    // to the scheduler's cache of cells (`cell_cache.rs`) or back to the allocator.
+    // SAFETY: the box's own allocation; `MaybeUninit<T>` has `T`'s layout.
+    let mut memory =
+        unsafe { Box::from_raw(Box::into_raw(cell).cast::<MaybeUninit<Cell<F, S>>>()) };
+    // SAFETY: the cell is live and ours, and dropped once, here.
+    unsafe { ptr::drop_in_place(memory.as_mut_ptr()) };
+    let memory = NonNull::from(Box::leak(memory));
+    // SAFETY: allocated by the global allocator with this layout (a box's), holding nothing
+    // live now, and ours.
+    if !unsafe { scheduler.keep_cell(memory.cast(), Layout::new::<Cell<F, S>>()) } {
+        // SAFETY: not kept, so still ours: freed once, here, as the box it was.
+        drop(unsafe { Box::from_raw(memory.as_ptr()) });
+    }
     scheduler.recycle();
     #[cfg(all(any(test, debug_assertions), not(loom)))]
     LIVE_TASKS.fetch_sub(1, crate::sync::atomic::Relaxed); // Relaxed: a test tally.

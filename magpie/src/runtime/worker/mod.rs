@@ -45,6 +45,7 @@ use crate::sync::atomic::{Relaxed, Release};
 use crate::sync::thread::thread_local;
 use crate::sync::AtomicUsize;
 use crate::task::block::Tally;
+use crate::task::cell_cache::CellCache;
 use crate::task::notified::Schedule;
 use crate::task::raw::{Header, RawTask};
 use crate::util::rand::FastRand;
@@ -132,6 +133,9 @@ pub(crate) struct WorkerThread {
     /// each with the completer's reference: unlinked together, a lock per shard instead of
     /// one per task (`defer_unlink`, `unlink_completed`). At most [`MAX_DEFERRED_UNLINKS`].
     deferred_unlinks: RefCell<Vec<RawTask>>,
+    /// The memory of task cells freed here, for this worker's next spawns
+    /// (`task/cell_cache.rs`; `Schedule::reuse_cell` and `keep_cell` of the registry).
+    pub(crate) cells: CellCache,
     /// For each victim, its poll count when this worker last found its LIFO slot occupied
     /// and left the task there, and when it first saw that count (`Registry::uptime_ns`;
     /// `search.rs`, `lifo_stranded`): a thief takes a LIFO task only once the victim has
@@ -694,6 +698,7 @@ pub(crate) fn run(seed: WorkerSeed) {
         join_waits: Cell::new(0),
         kept_registry_refs: Cell::new(0),
         deferred_unlinks: RefCell::new(Vec::with_capacity(MAX_DEFERRED_UNLINKS)),
+        cells: CellCache::new(),
         quiet: Cell::new(false),
         quieted: Cell::new(0),
         owes_driver: Cell::new(false),
@@ -753,8 +758,10 @@ pub(crate) fn run(seed: WorkerSeed) {
         worker.deferred_unlinks.borrow().is_empty(),
         "worker exited with completed tasks still linked"
     );
-    // No task freed on this thread from now on gives its reference to this worker.
+    // No task freed on this thread from now on gives its reference to this worker, or its
+    // memory.
     worker.give_back_registry_refs();
+    worker.cells.release();
     worker.registry.worker_exited(last);
 }
 
@@ -763,7 +770,70 @@ mod tests {
     use std::sync::{mpsc, Arc};
     use std::time::Duration;
 
+    use crate::task::cell_cache::CellCache;
     use crate::Runtime;
+
+    /// The cells of tasks freed on a worker stay with it (`task/cell_cache.rs`), and its
+    /// next spawns of the same layout take them: after a chain of detached spawns the
+    /// worker holds some, and after a cache's worth of spawns of the same future type, held
+    /// alive, none.
+    #[test]
+    fn freed_cells_stay_with_the_worker_for_its_next_spawns() {
+        enum Step {
+            Chain(usize, mpsc::Sender<usize>),
+            Hold,
+        }
+        /// The cells this worker holds, after freeing what it deferred if `unlink`.
+        fn cached(unlink: bool) -> usize {
+            // SAFETY: called inside a poll on a worker thread: the worker is live.
+            let worker = unsafe { super::WorkerThread::current().as_ref() }.unwrap();
+            if unlink {
+                // Deferred unlinks free their cells when the batch is unlinked.
+                worker.unlink_completed();
+            }
+            worker.cells.len()
+        }
+        // One async block, so one future type and one cell layout for every step.
+        fn spawn_step(step: Step) -> crate::JoinHandle<()> {
+            crate::spawn(async move {
+                match step {
+                    Step::Chain(0, done) => done.send(cached(true)).unwrap(),
+                    Step::Chain(left, done) => drop(spawn_step(Step::Chain(left - 1, done))),
+                    Step::Hold => {}
+                }
+            })
+        }
+        let rt = Runtime::builder()
+            .worker_threads(1)
+            .stall_threshold(None)
+            .build()
+            .unwrap();
+        let (tx, rx) = mpsc::channel();
+        drop(rt.spawn(async move { drop(spawn_step(Step::Chain(200, tx))) }));
+        let kept = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        if !CellCache::ENABLED {
+            assert_eq!(kept, 0);
+            return;
+        }
+        assert!(kept > 0, "the worker kept no freed cell");
+        let (before, left) = rt
+            .block_on(rt.spawn(async {
+                let before = cached(true);
+                // Not run before this poll returns (one worker): all alive at once.
+                let held: Vec<_> = (0..crate::task::cell_cache::MAX_CELLS)
+                    .map(|_| spawn_step(Step::Hold))
+                    .collect();
+                let left = cached(false);
+                drop(held);
+                (before, left)
+            }))
+            .unwrap();
+        assert!(before > 0, "the worker kept no freed cell");
+        assert_eq!(
+            left, 0,
+            "spawns left {left} of {before} cached cells unused"
+        );
+    }
 
     /// Tasks freed on a worker leave their reference to the registry with it
     /// (`keep_registry_ref`) instead of writing the shared count, the worker's next spawns
