@@ -11,7 +11,7 @@
 //! chain of 1,000 spawns on one worker (fat LTO, callgrind) a free cost 123 instructions and
 //! an allocation 83, where the `futures` thread pool, which frees each task as it
 //! completes, paid 66 and 41; with glibc's tcache raised to 127 chunks
-//! (`GLIBC_TUNABLES=glibc.malloc.tcache_count=127`) the chain ran 15–25 % faster on 1 and 2
+//! (`GLIBC_TUNABLES=glibc.malloc.tcache_count=127`) the chain ran 13–30 % faster on 1 and 2
 //! workers. Kept here, a freed cell is the memory of a later spawn on the same worker, and
 //! neither end calls the allocator.
 //!
