@@ -24,9 +24,9 @@
 //! 1. A [`RawTask`] points to the `Header` at offset 0 of a live `Cell<F, S>` allocated by
 //!    [`RawTask::new`], and that header's `vtable` is `Vtables::<F, S>::BOXED` for the same
 //!    `F` and `S` if the cell is a `Box` (or memory the global allocator gave with the same
-//!    layout, from the scheduler's cache of freed cells: `cell_cache.rs`), `Vtables::<F, S>::IN_BLOCK` if it was placed in a
-//!    batch's block; the two differ only in `dealloc`, and the vtable functions cast back
-//!    only to that type.
+//!    layout, from the scheduler's cache of freed cells: `cell_cache.rs`),
+//!    `Vtables::<F, S>::IN_BLOCK` if it was placed in a batch's block; the two differ only
+//!    in `dealloc`, and the vtable functions cast back only to that type.
 //! 2. Every method that dereferences a [`RawTask`] needs its caller to hold one of the task's
 //!    references (state 5) for the whole call; a method that consumes the reference says so,
 //!    and the caller must not touch the task afterwards.
