@@ -83,8 +83,8 @@ impl CellCache {
     ///
     /// The cache follows what is spawned: a cell of the layout a spawn last missed replaces
     /// the cells held (freeing them). Without that, one cell of a task spawned once (a
-    /// `block_on`'s root, freed on the worker first) held the cache to its layout, and it
-    /// refused every cell of the chain of spawns that followed.
+    /// chain's root, spawned from outside and freed on the worker first) held the cache to
+    /// its layout, and it refused every cell of the chain of spawns that followed.
     ///
     /// # Safety
     ///
