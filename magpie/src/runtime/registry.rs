@@ -1191,23 +1191,15 @@ impl Schedule for Arc<Registry> {
     #[inline]
     fn reuse_cell(&self, layout: std::alloc::Layout) -> Option<NonNull<u8>> {
         // Only on this registry's own workers, which keep the cells their frees give back.
-        // SAFETY: as in `recycle`.
-        match unsafe { WorkerThread::current().as_ref() } {
-            Some(worker) if ptr::eq(worker.registry(), &**self) => worker.cells.take(layout),
-            _ => None,
-        }
+        self.with_own_worker(|worker| worker.and_then(|worker| worker.cells.take(layout)))
     }
 
     #[inline]
     unsafe fn keep_cell(&self, memory: NonNull<u8>, layout: std::alloc::Layout) -> bool {
-        // SAFETY: as in `recycle`.
-        match unsafe { WorkerThread::current().as_ref() } {
+        self.with_own_worker(|worker| {
             // SAFETY: the caller's contract is the cache's.
-            Some(worker) if ptr::eq(worker.registry(), &**self) => unsafe {
-                worker.cells.keep(memory, layout)
-            },
-            _ => false,
-        }
+            worker.is_some_and(|worker| unsafe { worker.cells.keep(memory, layout) })
+        })
     }
 
     #[inline]

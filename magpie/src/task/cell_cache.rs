@@ -147,6 +147,19 @@ mod tests {
         NonNull::new(unsafe { std::alloc::alloc(layout) }).expect("out of memory")
     }
 
+    /// Offers the cache a new cell of `layout`, freed here if refused. Returns whether it
+    /// was kept.
+    fn offer(cache: &CellCache, layout: Layout) -> bool {
+        let memory = alloc(layout);
+        // SAFETY: allocated with `layout`, holding nothing, ours.
+        let kept = unsafe { cache.keep(memory, layout) };
+        if !kept {
+            // SAFETY: refused, so still ours, allocated with `layout`.
+            unsafe { std::alloc::dealloc(memory.as_ptr(), layout) };
+        }
+        kept
+    }
+
     #[test]
     fn a_kept_cell_is_taken_back_for_its_layout_only() {
         if !CellCache::ENABLED {
@@ -160,12 +173,7 @@ mod tests {
         assert!(unsafe { cache.keep(memory, small) });
         assert_eq!(cache.take(other), None);
         // A layout no spawn asked for is refused while the cache holds cells.
-        let third = Layout::from_size_align(256, 16).unwrap();
-        let spare = alloc(third);
-        // SAFETY: as above; refused, so still ours.
-        assert!(!unsafe { cache.keep(spare, third) });
-        // SAFETY: refused above, so ours, allocated with `third`.
-        unsafe { std::alloc::dealloc(spare.as_ptr(), third) };
+        assert!(!offer(&cache, Layout::from_size_align(256, 16).unwrap()));
         assert_eq!(cache.take(small), Some(memory));
         assert_eq!(cache.take(small), None);
         // Empty again: the next cell kept sets the layout.
@@ -183,8 +191,7 @@ mod tests {
         let cache = CellCache::new();
         let stray = Layout::from_size_align(112, 8).unwrap();
         let chain = Layout::from_size_align(120, 8).unwrap();
-        // SAFETY: allocated with `stray`, holding nothing, ours.
-        assert!(unsafe { cache.keep(alloc(stray), stray) });
+        assert!(offer(&cache, stray));
         let first = alloc(chain);
         // Nobody asked for `chain` yet: refused.
         // SAFETY: as above.
@@ -210,21 +217,15 @@ mod tests {
         let cache = CellCache::new();
         let layout = Layout::from_size_align(64, 16).unwrap();
         for _ in 0..MAX_CELLS {
-            // SAFETY: allocated with `layout`, holding nothing, ours.
-            assert!(unsafe { cache.keep(alloc(layout), layout) });
+            assert!(offer(&cache, layout));
         }
-        let one_more = alloc(layout);
-        // SAFETY: as above.
-        assert!(!unsafe { cache.keep(one_more, layout) });
-        // SAFETY: refused, so ours.
-        unsafe { std::alloc::dealloc(one_more.as_ptr(), layout) };
-        let large = Layout::from_size_align(MAX_CELL_SIZE + 8, 8).unwrap();
-        let big = alloc(large);
+        assert!(!offer(&cache, layout));
         cache.release();
         assert_eq!(cache.len(), 0);
-        // SAFETY: as above; too large even for an empty cache.
-        assert!(!unsafe { cache.keep(big, large) });
-        // SAFETY: refused, so ours.
-        unsafe { std::alloc::dealloc(big.as_ptr(), large) };
+        // Too large even for an empty cache.
+        assert!(!offer(
+            &cache,
+            Layout::from_size_align(MAX_CELL_SIZE + 8, 8).unwrap()
+        ));
     }
 }

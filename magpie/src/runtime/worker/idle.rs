@@ -313,10 +313,10 @@ impl<'w> IdleLoop<'w> {
     /// Whether this stretch should search on past its limit: its last round saw a LIFO task
     /// that may be stranded behind its owner's poll (`LifoLooks::pending`), and no owner it
     /// looked at got through a poll during the stretch (`LifoLooks::progress`: a chain of
-    /// spawns, whose owner is merely off its CPU for a moment, is left to the watcher). It takes that task when it has
-    /// waited `LIFO_STRANDED_NS` (at most that long of yielding rounds), at once instead
-    /// of at the first look of a LIFO watcher (R7), which would come a wait and a heavy
-    /// barrier later (`magpie-bench stall`, LIFO row: 0.08 ms at the median instead of
+    /// spawns, whose owner is merely off its CPU for a moment, is left to the watcher). It
+    /// takes that task when it has waited `LIFO_STRANDED_NS` (at most that long of yielding
+    /// rounds), at once instead of at the first look of a LIFO watcher (R7), which would
+    /// come a wait and a heavy barrier later (`magpie-bench stall`, LIFO row: 0.08 ms at the median instead of
     /// 1.2, the watcher's wait in `epoll_wait` counting in milliseconds). Inside `join`
     /// tasks are not ours to take.
     fn pending_lifo_task(&self) -> bool {
