@@ -39,11 +39,23 @@
 //!
 //! # Parking with the pool
 //!
-//! The monitor samples only while some worker is unparked. After two samples in a row that found
-//! every worker parked (`Sleep`'s unparked count at 0), it sleeps on its bell without a
+//! The monitor samples only while some worker is unparked. After enough samples in a row that
+//! found every worker parked (`Sleep`'s unparked count at 0), it sleeps on its bell without a
 //! timeout; the claim that raises the unparked count from 0 rings it. The protocol and its
 //! Dekker pair are in `sleep/bell.rs`. `Runtime::drop` rings it after setting the
 //! terminating flag, and joins the thread.
+//!
+//! *Enough* adapts to how soon the pool wakes again ([`idle_samples_after_sleep`]): two
+//! samples at first; twice as many, up to [`MAX_IDLE_SAMPLES_BEFORE_SLEEP`], after a sleep
+//! that a ring ended within one period; two again after a sleep of four periods or more. A
+//! sleep shorter than a period saved no sample and cost two wake-ups: the ring's, and the
+//! sample a period later that finds the pool idle again. On a VM each wake-up of a thread
+//! from a timed or untimed wait costs it about 20–25 µs of CPU, and the ring's coincides
+//! with the wake of the worker that runs the work, which then competes with the monitor
+//! for a CPU. A pool fed a request every millisecond (`magpie-bench`'s `lone_request`) was
+//! rung about every 50 ms, three wake-ups a cycle; now the monitor samples it without
+//! sleeping, one wake-up a period, and a request no longer wakes two threads (BENCHMARKS.md,
+//! "2026-12-03, eighth"). A pool that wakes seldom keeps sleeping after two idle samples.
 //!
 //! Workers switched off by `set_active_workers` stay counted as unparked (`sleep/mod.rs`,
 //! `park_retired`), so while some are off the monitor keeps sampling: a wake-up per period,
@@ -87,10 +99,15 @@ use crate::sync::{lock, AtomicBool, Mutex, StatAtomicU64 as AtomicU64};
 use crate::task::id::polled_id;
 use crate::task::raw::Header;
 
-/// Samples in a row that must find the pool idle before the monitor sleeps. Two, so that a pool
-/// that parks between two bursts a period apart does not make the monitor sleep and be rung on
-/// every burst: each ring costs the claiming worker a futex wake.
+/// Samples in a row that must find the pool idle before the monitor sleeps, at first and after
+/// a long sleep. Two, so that a pool that parks between two bursts a period apart does not make
+/// the monitor sleep and be rung on every burst: each ring costs the claiming worker a futex
+/// wake.
 const IDLE_SAMPLES_BEFORE_SLEEP: u32 = 2;
+
+/// The most idle samples in a row the monitor waits for before it sleeps, after sleeps that
+/// rings cut short (module docs, "Parking with the pool"): 1.6 s at the default threshold.
+const MAX_IDLE_SAMPLES_BEFORE_SLEEP: u32 = 64;
 
 /// The shortest sample period: a threshold below 4 ms samples every millisecond.
 const MIN_PERIOD: Duration = Duration::from_millis(1);
@@ -182,6 +199,7 @@ pub(crate) fn run(registry: Arc<Registry>) {
         .collect();
     let mut reporter = DefaultReporter::default();
     let mut idle_samples = 0;
+    let mut idle_samples_to_sleep = IDLE_SAMPLES_BEFORE_SLEEP;
     let mut compensating = false;
     loop {
         // A ring here (a claim, shutdown) only ends the period early.
@@ -201,7 +219,7 @@ pub(crate) fn run(registry: Arc<Registry>) {
             continue;
         }
         idle_samples += 1;
-        if idle_samples < IDLE_SAMPLES_BEFORE_SLEEP {
+        if idle_samples < idle_samples_to_sleep {
             continue;
         }
         // The pool is idle: sleep until the claim that wakes it rings (`sleep/bell.rs`).
@@ -211,8 +229,14 @@ pub(crate) fn run(registry: Arc<Registry>) {
         if registry.sleep.load().unparked() == 0 && !registry.is_terminating() {
             // Relaxed: see `sleeping`.
             monitor.sleeping.store(true, Relaxed);
+            let asleep_at = Instant::now();
             monitor.bell.wait(None);
             monitor.sleeping.store(false, Relaxed);
+            idle_samples_to_sleep = idle_samples_after_sleep(
+                idle_samples_to_sleep,
+                asleep_at.elapsed(),
+                monitor.period,
+            );
         }
         monitor.bell.awake();
         idle_samples = 0;
@@ -222,6 +246,21 @@ pub(crate) fn run(registry: Arc<Registry>) {
             end_stall(&registry, monitor, index, sample, now);
             *sample = Sample::default();
         }
+    }
+}
+
+/// How many idle samples in a row the monitor waits for before its next sleep, given how many
+/// it waited for before the last one and how long that sleep lasted (module docs, "Parking
+/// with the pool").
+fn idle_samples_after_sleep(before: u32, slept: Duration, period: Duration) -> u32 {
+    if slept < period {
+        // Rung again within a period: the sleep cost more wake-ups than it saved.
+        before.saturating_mul(2).min(MAX_IDLE_SAMPLES_BEFORE_SLEEP)
+    } else if slept >= period.saturating_mul(4) {
+        // The pool rests for a while between bursts: sleep early again.
+        IDLE_SAMPLES_BEFORE_SLEEP
+    } else {
+        before
     }
 }
 
@@ -422,7 +461,10 @@ fn compensate(registry: &Registry, stalled: usize, compensating: bool) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{judge, Verdict};
+    use super::{
+        idle_samples_after_sleep, judge, Verdict, IDLE_SAMPLES_BEFORE_SLEEP,
+        MAX_IDLE_SAMPLES_BEFORE_SLEEP,
+    };
     use std::time::Duration;
 
     const MS: Duration = Duration::from_millis(1);
@@ -439,6 +481,29 @@ mod tests {
         assert_eq!(
             verdicts,
             [Running, Running, Running, HandOff, Stalled, Stalled]
+        );
+    }
+
+    #[test]
+    fn sleeps_that_rings_cut_short_make_the_monitor_sample_longer_before_the_next() {
+        let period = 25 * MS;
+        let mut to_sleep = IDLE_SAMPLES_BEFORE_SLEEP;
+        let mut seen = vec![to_sleep];
+        // A pool rung a millisecond after every sleep: the count doubles up to its cap.
+        for _ in 0..8 {
+            to_sleep = idle_samples_after_sleep(to_sleep, MS, period);
+            seen.push(to_sleep);
+        }
+        assert_eq!(seen, [2, 4, 8, 16, 32, 64, 64, 64, 64]);
+        assert_eq!(*seen.last().unwrap(), MAX_IDLE_SAMPLES_BEFORE_SLEEP);
+        // Sleeps of one to four periods change nothing.
+        assert_eq!(idle_samples_after_sleep(16, period, period), 16);
+        assert_eq!(idle_samples_after_sleep(16, 4 * period - MS, period), 16);
+        // A sleep of four periods or more starts again from two.
+        assert_eq!(idle_samples_after_sleep(64, 4 * period, period), 2);
+        assert_eq!(
+            idle_samples_after_sleep(8, Duration::from_secs(3600), period),
+            IDLE_SAMPLES_BEFORE_SLEEP
         );
     }
 

@@ -517,8 +517,11 @@ impl Sleep {
         // SeqCst: part of the total order on `state` (R1, R2), and of the monitor's bell
         // pair (`bell.rs`).
         let prev = self.state.fetch_add(UNPARKED_ONE + SEARCHING_ONE, SeqCst);
-        self.claimed(prev);
         self.parkers[worker].unpark_searching(self.driver_unpark.as_ref());
+        // After the unpark: the worker that runs the work starts waking while this thread
+        // rings, instead of after (the ring is a system call when the monitor sleeps). The
+        // bell's pair needs only the RMW above before the ring's fence (`bell.rs`).
+        self.claimed(prev);
     }
 
     /// Blocks `worker`, registered as parked, until a token arrives or `timeout` passes,

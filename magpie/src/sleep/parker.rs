@@ -115,16 +115,24 @@ impl Parker {
         self.notify(tokens, driver);
     }
 
-    /// Ends the wait the token was set for: the condvar's, notified under the lock so the
-    /// wait cannot slip between check and sleep, or the driver's (module docs).
+    /// Ends the wait the token was set for: the condvar's or the driver's (module docs).
+    /// Both after the lock is released.
+    ///
+    /// The condvar's notification cannot be lost there: the parker checks the tokens and
+    /// starts waiting under the lock, so it is either still to check (and will see the token
+    /// set under the lock) or already waiting when this notifies. Notifying under the lock
+    /// instead woke the parker into a lock this thread still held: it blocked on it again
+    /// and waited for the unlock's wake, two more context switches for about two in five
+    /// wakes of a lone request on a 2-vCPU VM (BENCHMARKS.md, "2026-12-03, eighth").
     fn notify(&self, tokens: crate::sync::MutexGuard<'_, Tokens>, driver: Option<&DriverUnpark>) {
+        let in_driver = tokens.in_driver;
+        drop(tokens);
         match driver {
             // With `--cfg magpie_loom_broken` the mark is ignored: a negative control that
             // `loom_notification_reaches_a_worker_parked_in_the_driver` must catch.
-            Some(unpark) if tokens.in_driver && !cfg!(magpie_loom_broken) => {
-                // After the lock: the waker is a system call, and a late one is harmless
-                // (it only ends the holder's next turn early).
-                drop(tokens);
+            Some(unpark) if in_driver && !cfg!(magpie_loom_broken) => {
+                // The waker is a system call, and a late one is harmless (it only ends the
+                // holder's next turn early).
                 unpark();
             }
             _ => self.condvar.notify_one(),
