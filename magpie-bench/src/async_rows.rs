@@ -101,12 +101,16 @@ const REQUEST_FIB_N: u64 = 22;
 /// implementation broken. Every row takes milliseconds on a healthy runtime.
 const WAIT_LIMIT: Duration = Duration::from_secs(60);
 
-/// Thread names of the pools built here (Linux truncates them to 15 bytes).
-const MAGPIE_THREAD_PREFIX: &str = "async-magpie";
-const TOKIO_THREAD_NAME: &str = "async-tokio";
-const EXECUTOR_THREAD_PREFIX: &str = "async-executor";
-const FUTURES_THREAD_PREFIX: &str = "async-futures-";
-const RAYON_THREAD_PREFIX: &str = "async-rayon";
+/// The name of the threads of one runtime or pool built here, without its `-index` suffix:
+/// the implementation's tag (`am` magpie, `amo` magpie with stall detection off, `ami` with
+/// task counters, `at` tokio, `ae` async-executor, `af` the futures pool, `ar` the rayon half
+/// of `mixed`) and the worker count. `lone_request_cpu` counts the CPU of the threads whose
+/// names start with it and a `-`, so that every runtime's threads are told apart from every
+/// other's, the stall-off twin's and the other worker counts' included (`scale` holds the
+/// pools of every worker count at once). Short: Linux keeps 15 bytes of a thread's name.
+fn pool_name(tag: &str, workers: usize) -> String {
+    format!("{tag}{workers}")
+}
 
 // ---------------------------------------------------------------------------------------
 // The implementations
@@ -193,10 +197,6 @@ trait Exec: Clone + Send + Sync + 'static {
 
     /// A future that gives the worker back to the scheduler once.
     fn yield_now() -> impl Future<Output = ()> + Send + 'static;
-
-    /// The start of the names of this executor's threads, whose CPU time
-    /// `lone_request_cpu` counts.
-    const THREAD_PREFIX: &'static str;
 }
 
 /// A handle on the magpie runtime.
@@ -204,8 +204,6 @@ trait Exec: Clone + Send + Sync + 'static {
 struct MagpieExec(Arc<magpie::Runtime>);
 
 impl Exec for MagpieExec {
-    const THREAD_PREFIX: &'static str = MAGPIE_THREAD_PREFIX;
-
     fn spawn<F>(&self, fut: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -230,8 +228,6 @@ impl Exec for MagpieExec {
 struct TokioExec(tokio::runtime::Handle);
 
 impl Exec for TokioExec {
-    const THREAD_PREFIX: &'static str = TOKIO_THREAD_NAME;
-
     fn spawn<F>(&self, fut: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -256,8 +252,6 @@ impl Exec for TokioExec {
 struct ExecutorExec(Arc<Executor<'static>>);
 
 impl Exec for ExecutorExec {
-    const THREAD_PREFIX: &'static str = EXECUTOR_THREAD_PREFIX;
-
     fn spawn<F>(&self, fut: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -282,8 +276,6 @@ impl Exec for ExecutorExec {
 struct FuturesExec(ThreadPool);
 
 impl Exec for FuturesExec {
-    const THREAD_PREFIX: &'static str = FUTURES_THREAD_PREFIX;
-
     fn spawn<F>(&self, fut: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -324,7 +316,7 @@ impl ExecutorPool {
             let (stop_tx, stop_rx) = oneshot::channel::<()>();
             let executor = Arc::clone(&executor);
             let thread = thread::Builder::new()
-                .name(format!("{EXECUTOR_THREAD_PREFIX}-{i}"))
+                .name(format!("{}-{i}", pool_name("ae", workers)))
                 .spawn(move || {
                     futures_lite::future::block_on(executor.run(async {
                         // Err(Canceled) when the sender is dropped: that is the signal too.
@@ -372,11 +364,20 @@ pub(crate) struct AsyncPools {
 /// explicitly).
 const STALL_THRESHOLD: Duration = Duration::from_millis(100);
 
+/// The name tag of a magpie runtime's threads ([`pool_name`]).
+fn magpie_tag(threshold: Option<Duration>, insight: bool) -> &'static str {
+    match (threshold, insight) {
+        (_, true) => "ami",
+        (None, false) => "amo",
+        (Some(_), false) => "am",
+    }
+}
+
 /// A magpie runtime of `workers` workers with the given stall threshold and task insight.
 fn magpie_runtime(workers: usize, threshold: Option<Duration>, insight: bool) -> magpie::Runtime {
     magpie::Runtime::builder()
         .worker_threads(workers)
-        .thread_name(MAGPIE_THREAD_PREFIX)
+        .thread_name(pool_name(magpie_tag(threshold, insight), workers))
         .stall_threshold(threshold)
         .task_insight(insight)
         .build()
@@ -391,17 +392,17 @@ impl AsyncPools {
         let magpie_stall_off = MagpieExec(Arc::new(magpie_runtime(workers, None, false)));
         let tokio = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
-            .thread_name(TOKIO_THREAD_NAME)
+            .thread_name(format!("{}-", pool_name("at", workers)))
             .build()
             .expect("could not build the tokio runtime");
         let futures = ThreadPool::builder()
             .pool_size(workers)
-            .name_prefix(FUTURES_THREAD_PREFIX)
+            .name_prefix(format!("{}-", pool_name("af", workers)))
             .create()
             .expect("could not build the futures thread pool");
         let rayon = rayon::ThreadPoolBuilder::new()
             .num_threads(workers)
-            .thread_name(|i| format!("{RAYON_THREAD_PREFIX}-{i}"))
+            .thread_name(move |i| format!("{}-{i}", pool_name("ar", workers)))
             .build()
             .expect("could not build the rayon pool");
         AsyncPools {
@@ -452,19 +453,33 @@ impl AsyncPools {
         })
     }
 
+    /// The name of `imp`'s threads here, without the `-index` suffix ([`pool_name`]).
+    fn thread_name(&self, imp: AsyncImpl) -> String {
+        let tag = match imp {
+            AsyncImpl::Magpie => magpie_tag(Some(STALL_THRESHOLD), false),
+            AsyncImpl::MagpieStallOff => magpie_tag(None, false),
+            AsyncImpl::MagpieInsight => magpie_tag(Some(STALL_THRESHOLD), true),
+            AsyncImpl::Tokio => "at",
+            AsyncImpl::AsyncExecutor => "ae",
+            AsyncImpl::FuturesPool => "af",
+            AsyncImpl::TokioRayon => "ar",
+        };
+        pool_name(tag, self.workers)
+    }
+
     /// Runs `row` once with `imp` and returns the time the workload took.
     pub(crate) fn sample(&self, row: Row, imp: AsyncImpl) -> Duration {
         let tokio = TokioExec(self.tokio.handle().clone());
         // Each row is generic over `Exec`; this picks the instance.
         macro_rules! with_exec {
-            ($row_fn:ident) => {
+            ($row_fn:ident $(, $arg:expr)*) => {
                 match imp {
-                    AsyncImpl::Magpie => $row_fn(&self.magpie),
-                    AsyncImpl::MagpieStallOff => $row_fn(&self.magpie_stall_off),
-                    AsyncImpl::MagpieInsight => $row_fn(self.magpie_insight()),
-                    AsyncImpl::Tokio => $row_fn(&tokio),
-                    AsyncImpl::AsyncExecutor => $row_fn(&self.executor.exec),
-                    AsyncImpl::FuturesPool => $row_fn(&self.futures),
+                    AsyncImpl::Magpie => $row_fn(&self.magpie $(, $arg)*),
+                    AsyncImpl::MagpieStallOff => $row_fn(&self.magpie_stall_off $(, $arg)*),
+                    AsyncImpl::MagpieInsight => $row_fn(self.magpie_insight() $(, $arg)*),
+                    AsyncImpl::Tokio => $row_fn(&tokio $(, $arg)*),
+                    AsyncImpl::AsyncExecutor => $row_fn(&self.executor.exec $(, $arg)*),
+                    AsyncImpl::FuturesPool => $row_fn(&self.futures $(, $arg)*),
                     AsyncImpl::TokioRayon => unreachable!("tokio+rayon only runs `mixed`"),
                 }
             };
@@ -476,7 +491,10 @@ impl AsyncPools {
             Row::PingPong => with_exec!(ping_pong),
             Row::ChainedSpawn => with_exec!(chained_spawn),
             Row::LoneRequest => with_exec!(lone_request),
-            Row::LoneRequestCpu => with_exec!(lone_request_cpu),
+            Row::LoneRequestCpu => {
+                let threads = format!("{}-", self.thread_name(imp));
+                with_exec!(lone_request_cpu, &threads)
+            }
             Row::Mixed => match imp {
                 AsyncImpl::Magpie => mixed_magpie(&self.magpie),
                 AsyncImpl::MagpieStallOff => mixed_magpie(&self.magpie_stall_off),
@@ -766,13 +784,13 @@ fn lone_request<E: Exec>(exec: &E) -> Duration {
 }
 
 /// `lone_request_cpu`: the requests of `lone_request`; returns the CPU time the executor's
-/// own threads (named [`Exec::THREAD_PREFIX`]) spent from the first pause to the last
+/// own threads (whose names start with `threads`) spent from the first pause to the last
 /// answer: running each request, and whatever each wake sets off until the pool is idle
 /// again (searching, spinning, a second worker woken). The bench thread's share (the
 /// spawns, its sleeps and waits) is left out: it is the same loop for every executor. Where
 /// the threads cannot be told apart (not Linux), the whole process's CPU time.
-fn lone_request_cpu<E: Exec>(exec: &E) -> Duration {
-    let own = |name: &str| name.starts_with(E::THREAD_PREFIX);
+fn lone_request_cpu<E: Exec>(exec: &E, threads: &str) -> Duration {
+    let own = |name: &str| name.starts_with(threads);
     let before = threads_cpu(own);
     let process_before = process_cpu();
     let _latencies = lone_requests(exec);
@@ -1062,7 +1080,7 @@ mod tests {
         let rt = Arc::new(
             magpie::Runtime::builder()
                 .worker_threads(2)
-                .thread_name(MAGPIE_THREAD_PREFIX)
+                .thread_name(pool_name("am", 2))
                 .build()
                 .expect("could not build the runtime"),
         );
@@ -1077,9 +1095,13 @@ mod tests {
             ("ping_pong", ping_pong::<MagpieExec>),
             ("chained_spawn", chained_spawn::<MagpieExec>),
             ("lone_request", lone_request::<MagpieExec>),
-            ("lone_request_cpu", lone_request_cpu::<MagpieExec>),
         ] {
             assert!(row(&exec) > Duration::ZERO, "{name}: no time measured");
         }
+        let threads = format!("{}-", pool_name("am", 2));
+        assert!(
+            lone_request_cpu(&exec, &threads) > Duration::ZERO,
+            "lone_request_cpu: no CPU time counted"
+        );
     }
 }
