@@ -231,7 +231,7 @@ impl WorkerThread {
     /// Deferring the unlink changes nothing anybody can wait for: no handle awaits the task,
     /// its hooks have run, and its output is dropped; `wait_idle` and the shutdown wait for
     /// the live count, which drops with the unlink, and every path on which this worker
-    /// stops running tasks calls `unlink_completed` first (the local queues running dry,
+    /// stops running tasks calls `unlink_completed` first (`find_work` coming back empty,
     /// `join`'s wait, `block_in_place`, switching off, exit). The live-task dump leaves
     /// complete tasks out. What shows it is `tasks_alive`, higher by at most
     /// [`MAX_DEFERRED_UNLINKS`] per worker while a worker is busy.

@@ -253,8 +253,12 @@ impl WorkerThread {
         }
         // The local queues ran dry: what comes next is not a hand-over between two polls.
         state.chained.set(false);
-        // The worker may be about to go idle: unlink the tasks it completed first.
-        self.unlink_completed();
+        // The tasks this worker completed stay deferred (`defer_unlink`) until it finds no
+        // work at all (the main loop unlinks them then, before it goes idle) or has 64. Not
+        // here: a worker that steals tasks one at a time from a spawning worker runs dry
+        // after each, and unlinking each one took the shard lock the spawner binds its next
+        // tasks under, a lock passed back and forth twice a task (BENCHMARKS.md,
+        // "2026-12-03, eighth").
         self.pull_mailbox().or_else(|| self.pull_inject())
     }
 
