@@ -78,7 +78,7 @@ use futures::executor::ThreadPool;
 
 use crate::fork_join::fib;
 use crate::harness::{fmt_ms, json, markdown_table, measure_rounds, median, ms, samples_json};
-use crate::idle::{process_cpu, threads_cpu};
+use crate::idle::{process_cpu, threads_cpu_by_tid, threads_cpu_since};
 use crate::pools::{MagpieFork, RayonFork};
 
 /// Tasks spawned by `spawn_many_local` and `spawn_many_remote` (tokio's `NUM_SPAWN`).
@@ -791,11 +791,11 @@ fn lone_request<E: Exec>(exec: &E) -> Duration {
 /// the threads cannot be told apart (not Linux), the whole process's CPU time.
 fn lone_request_cpu<E: Exec>(exec: &E, threads: &str) -> Duration {
     let own = |name: &str| name.starts_with(threads);
-    let before = threads_cpu(own);
+    let before = threads_cpu_by_tid(own);
     let process_before = process_cpu();
     let _latencies = lone_requests(exec);
-    match (before, threads_cpu(own)) {
-        (Some(before), Some(after)) => after.saturating_sub(before),
+    match (before, threads_cpu_by_tid(own)) {
+        (Some(before), Some(after)) => threads_cpu_since(&before, &after),
         _ => process_cpu().saturating_sub(process_before),
     }
 }

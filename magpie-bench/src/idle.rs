@@ -118,6 +118,11 @@ fn thread_cpu() -> Duration {
 /// Calls `f` with the name and the nanoseconds of CPU so far of every thread of the process
 /// but the main thread, or returns `None` where `/proc` cannot tell.
 fn for_each_thread_cpu(mut f: impl FnMut(&str, u64)) -> Option<()> {
+    for_each_thread_cpu_with_tid(|_, comm, ns| f(comm, ns))
+}
+
+/// [`for_each_thread_cpu`], with each thread's id.
+fn for_each_thread_cpu_with_tid(mut f: impl FnMut(&str, &str, u64)) -> Option<()> {
     let pid = std::process::id().to_string();
     for entry in fs::read_dir("/proc/self/task").ok()? {
         let entry = entry.ok()?;
@@ -131,7 +136,7 @@ fn for_each_thread_cpu(mut f: impl FnMut(&str, u64)) -> Option<()> {
         if tid == pid {
             continue;
         }
-        f(comm.trim_end(), ns);
+        f(&tid, comm.trim_end(), ns);
     }
     Some(())
 }
@@ -153,6 +158,36 @@ fn thread_cpu_by_group() -> Option<[u64; MAIN_GROUP]> {
         groups[group] += ns;
     })?;
     Some(groups)
+}
+
+/// CPU time so far of each thread (the main thread aside) whose name `matches`, by thread
+/// id, or `None` where `/proc` cannot tell. Subtract two with [`threads_cpu_since`].
+pub(crate) fn threads_cpu_by_tid(
+    matches: impl Fn(&str) -> bool,
+) -> Option<std::collections::HashMap<String, u64>> {
+    let mut by_tid = std::collections::HashMap::new();
+    for_each_thread_cpu_with_tid(|tid, comm, ns| {
+        if matches(comm) {
+            by_tid.insert(tid.to_owned(), ns);
+        }
+    })?;
+    Some(by_tid)
+}
+
+/// The CPU time the threads of `after` spent since `before` (both from
+/// [`threads_cpu_by_tid`]): a thread in both counts its difference, a thread started since
+/// counts all of its time. A thread that exited in between (a runtime's compensation worker
+/// retired, a blocking thread past its keep-alive) takes its time with it; subtracting sums
+/// instead would take that time away from the others', down to nothing.
+pub(crate) fn threads_cpu_since(
+    before: &std::collections::HashMap<String, u64>,
+    after: &std::collections::HashMap<String, u64>,
+) -> Duration {
+    let ns: u64 = after
+        .iter()
+        .map(|(tid, ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .sum();
+    Duration::from_nanos(ns)
 }
 
 /// CPU time so far of the threads (the main thread aside) whose name (as `/proc` keeps it:
