@@ -101,14 +101,23 @@ const REQUEST_FIB_N: u64 = 22;
 /// implementation broken. Every row takes milliseconds on a healthy runtime.
 const WAIT_LIMIT: Duration = Duration::from_secs(60);
 
-/// The name of the threads of one runtime or pool built here, without its `-index` suffix:
-/// the implementation's tag (`am` magpie, `amo` magpie with stall detection off, `ami` with
+/// The name of the threads of `imp`'s runtime or pool of `workers` threads, without its
+/// `-index` suffix: a tag (`am` magpie, `amo` magpie with stall detection off, `ami` with
 /// task counters, `at` tokio, `ae` async-executor, `af` the futures pool, `ar` the rayon half
 /// of `mixed`) and the worker count. `lone_request_cpu` counts the CPU of the threads whose
 /// names start with it and a `-`, so that every runtime's threads are told apart from every
 /// other's, the stall-off twin's and the other worker counts' included (`scale` holds the
 /// pools of every worker count at once). Short: Linux keeps 15 bytes of a thread's name.
-fn pool_name(tag: &str, workers: usize) -> String {
+fn thread_name(imp: AsyncImpl, workers: usize) -> String {
+    let tag = match imp {
+        AsyncImpl::Magpie => "am",
+        AsyncImpl::MagpieStallOff => "amo",
+        AsyncImpl::MagpieInsight => "ami",
+        AsyncImpl::Tokio => "at",
+        AsyncImpl::AsyncExecutor => "ae",
+        AsyncImpl::FuturesPool => "af",
+        AsyncImpl::TokioRayon => "ar",
+    };
     format!("{tag}{workers}")
 }
 
@@ -316,7 +325,10 @@ impl ExecutorPool {
             let (stop_tx, stop_rx) = oneshot::channel::<()>();
             let executor = Arc::clone(&executor);
             let thread = thread::Builder::new()
-                .name(format!("{}-{i}", pool_name("ae", workers)))
+                .name(format!(
+                    "{}-{i}",
+                    thread_name(AsyncImpl::AsyncExecutor, workers)
+                ))
                 .spawn(move || {
                     futures_lite::future::block_on(executor.run(async {
                         // Err(Canceled) when the sender is dropped: that is the signal too.
@@ -364,22 +376,16 @@ pub(crate) struct AsyncPools {
 /// explicitly).
 const STALL_THRESHOLD: Duration = Duration::from_millis(100);
 
-/// The name tag of a magpie runtime's threads ([`pool_name`]).
-fn magpie_tag(threshold: Option<Duration>, insight: bool) -> &'static str {
-    match (threshold, insight) {
-        (_, true) => "ami",
-        (None, false) => "amo",
-        (Some(_), false) => "am",
-    }
-}
-
-/// A magpie runtime of `workers` workers with the given stall threshold and task insight.
-fn magpie_runtime(workers: usize, threshold: Option<Duration>, insight: bool) -> magpie::Runtime {
+/// The magpie runtime of `imp` (one of the three magpie variants) with `workers` workers:
+/// stall detection off for the twin, per-task counters on for the insight variant. The
+/// threshold is explicit, so that `MAGPIE_STALL_THRESHOLD_MS` cannot make two the same.
+fn magpie_runtime(imp: AsyncImpl, workers: usize) -> magpie::Runtime {
+    let threshold = (imp != AsyncImpl::MagpieStallOff).then_some(STALL_THRESHOLD);
     magpie::Runtime::builder()
         .worker_threads(workers)
-        .thread_name(pool_name(magpie_tag(threshold, insight), workers))
+        .thread_name(thread_name(imp, workers))
         .stall_threshold(threshold)
-        .task_insight(insight)
+        .task_insight(imp == AsyncImpl::MagpieInsight)
         .build()
         .expect("could not build the magpie runtime")
 }
@@ -387,22 +393,22 @@ fn magpie_runtime(workers: usize, threshold: Option<Duration>, insight: bool) ->
 impl AsyncPools {
     /// Builds every runtime and pool with `workers` threads each.
     pub(crate) fn new(workers: usize) -> AsyncPools {
-        // Explicit, so that `MAGPIE_STALL_THRESHOLD_MS` cannot make the two the same.
-        let magpie = magpie_runtime(workers, Some(STALL_THRESHOLD), false);
-        let magpie_stall_off = MagpieExec(Arc::new(magpie_runtime(workers, None, false)));
+        let magpie = magpie_runtime(AsyncImpl::Magpie, workers);
+        let magpie_stall_off =
+            MagpieExec(Arc::new(magpie_runtime(AsyncImpl::MagpieStallOff, workers)));
         let tokio = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
-            .thread_name(format!("{}-", pool_name("at", workers)))
+            .thread_name(format!("{}-", thread_name(AsyncImpl::Tokio, workers)))
             .build()
             .expect("could not build the tokio runtime");
         let futures = ThreadPool::builder()
             .pool_size(workers)
-            .name_prefix(format!("{}-", pool_name("af", workers)))
+            .name_prefix(format!("{}-", thread_name(AsyncImpl::FuturesPool, workers)))
             .create()
             .expect("could not build the futures thread pool");
         let rayon = rayon::ThreadPoolBuilder::new()
             .num_threads(workers)
-            .thread_name(move |i| format!("{}-{i}", pool_name("ar", workers)))
+            .thread_name(move |i| format!("{}-{i}", thread_name(AsyncImpl::TokioRayon, workers)))
             .build()
             .expect("could not build the rayon pool");
         AsyncPools {
@@ -446,25 +452,10 @@ impl AsyncPools {
     fn magpie_insight(&self) -> &MagpieExec {
         self.magpie_insight.get_or_init(|| {
             MagpieExec(Arc::new(magpie_runtime(
+                AsyncImpl::MagpieInsight,
                 self.workers,
-                Some(STALL_THRESHOLD),
-                true,
             )))
         })
-    }
-
-    /// The name of `imp`'s threads here, without the `-index` suffix ([`pool_name`]).
-    fn thread_name(&self, imp: AsyncImpl) -> String {
-        let tag = match imp {
-            AsyncImpl::Magpie => magpie_tag(Some(STALL_THRESHOLD), false),
-            AsyncImpl::MagpieStallOff => magpie_tag(None, false),
-            AsyncImpl::MagpieInsight => magpie_tag(Some(STALL_THRESHOLD), true),
-            AsyncImpl::Tokio => "at",
-            AsyncImpl::AsyncExecutor => "ae",
-            AsyncImpl::FuturesPool => "af",
-            AsyncImpl::TokioRayon => "ar",
-        };
-        pool_name(tag, self.workers)
     }
 
     /// Runs `row` once with `imp` and returns the time the workload took.
@@ -492,7 +483,7 @@ impl AsyncPools {
             Row::ChainedSpawn => with_exec!(chained_spawn),
             Row::LoneRequest => with_exec!(lone_request),
             Row::LoneRequestCpu => {
-                let threads = format!("{}-", self.thread_name(imp));
+                let threads = format!("{}-", thread_name(imp, self.workers));
                 with_exec!(lone_request_cpu, &threads)
             }
             Row::Mixed => match imp {
@@ -1080,7 +1071,7 @@ mod tests {
         let rt = Arc::new(
             magpie::Runtime::builder()
                 .worker_threads(2)
-                .thread_name(pool_name("am", 2))
+                .thread_name(thread_name(AsyncImpl::Magpie, 2))
                 .build()
                 .expect("could not build the runtime"),
         );
@@ -1098,7 +1089,7 @@ mod tests {
         ] {
             assert!(row(&exec) > Duration::ZERO, "{name}: no time measured");
         }
-        let threads = format!("{}-", pool_name("am", 2));
+        let threads = format!("{}-", thread_name(AsyncImpl::Magpie, 2));
         assert!(
             lone_request_cpu(&exec, &threads) > Duration::ZERO,
             "lone_request_cpu: no CPU time counted"

@@ -115,14 +115,9 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// Calls `f` with the name and the nanoseconds of CPU so far of every thread of the process
-/// but the main thread, or returns `None` where `/proc` cannot tell.
-fn for_each_thread_cpu(mut f: impl FnMut(&str, u64)) -> Option<()> {
-    for_each_thread_cpu_with_tid(|_, comm, ns| f(comm, ns))
-}
-
-/// [`for_each_thread_cpu`], with each thread's id.
-fn for_each_thread_cpu_with_tid(mut f: impl FnMut(&str, &str, u64)) -> Option<()> {
+/// Calls `f` with the id, the name and the nanoseconds of CPU so far of every thread of the
+/// process but the main thread, or returns `None` where `/proc` cannot tell.
+fn for_each_thread_cpu(mut f: impl FnMut(&str, &str, u64)) -> Option<()> {
     let pid = std::process::id().to_string();
     for entry in fs::read_dir("/proc/self/task").ok()? {
         let entry = entry.ok()?;
@@ -145,7 +140,7 @@ fn for_each_thread_cpu_with_tid(mut f: impl FnMut(&str, &str, u64)) -> Option<()
 /// which is measured on its own), or `None` where `/proc` cannot tell.
 fn thread_cpu_by_group() -> Option<[u64; MAIN_GROUP]> {
     let mut groups = [0u64; MAIN_GROUP];
-    for_each_thread_cpu(|comm, ns| {
+    for_each_thread_cpu(|_, comm, ns| {
         let group = if comm.starts_with(MAGPIE_THREAD_PREFIX) {
             MAGPIE_GROUP
         } else if comm.starts_with(RAYON_THREAD_PREFIX) {
@@ -160,13 +155,15 @@ fn thread_cpu_by_group() -> Option<[u64; MAIN_GROUP]> {
     Some(groups)
 }
 
-/// CPU time so far of each thread (the main thread aside) whose name `matches`, by thread
-/// id, or `None` where `/proc` cannot tell. Subtract two with [`threads_cpu_since`].
+/// CPU time so far of each thread (the main thread aside) whose name (as `/proc` keeps it: at
+/// most 15 bytes) `matches`, by thread id, or `None` where `/proc` cannot tell. Subtract two
+/// with [`threads_cpu_since`]. `lone_request_cpu` and the `net` benchmark's idle-connections
+/// row split the process's time by runtime with it.
 pub(crate) fn threads_cpu_by_tid(
     matches: impl Fn(&str) -> bool,
 ) -> Option<std::collections::HashMap<String, u64>> {
     let mut by_tid = std::collections::HashMap::new();
-    for_each_thread_cpu_with_tid(|tid, comm, ns| {
+    for_each_thread_cpu(|tid, comm, ns| {
         if matches(comm) {
             by_tid.insert(tid.to_owned(), ns);
         }
@@ -188,19 +185,6 @@ pub(crate) fn threads_cpu_since(
         .map(|(tid, ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
         .sum();
     Duration::from_nanos(ns)
-}
-
-/// CPU time so far of the threads (the main thread aside) whose name (as `/proc` keeps it:
-/// at most 15 bytes) `matches`, or `None` where `/proc` cannot tell. The `net` benchmark's
-/// idle-connections row splits the process's time by runtime with it.
-pub(crate) fn threads_cpu(matches: impl Fn(&str) -> bool) -> Option<Duration> {
-    let mut total = 0u64;
-    for_each_thread_cpu(|comm, ns| {
-        if matches(comm) {
-            total += ns;
-        }
-    })?;
-    Some(Duration::from_nanos(total))
 }
 
 /// The sum of a magpie runtime's per-worker counters that tell about idling.

@@ -38,7 +38,7 @@ use super::{
     check, client, raise_fd_hard_limit, raise_fd_limit, Case, Config, NetImpl, NetRuntimes,
 };
 use crate::harness::{median_f64, progress, rotation};
-use crate::idle::{count_label, process_cpu, threads_cpu};
+use crate::idle::{count_label, process_cpu, threads_cpu_by_tid, threads_cpu_since};
 
 /// The pause before each window: the last round trip's wake-ups, and the previous sample's
 /// disconnects, have settled and every worker has parked.
@@ -245,16 +245,16 @@ fn sample(rts: &NetRuntimes, imp: NetImpl, connections: usize, window: Duration)
 fn idle_window(len: Duration, own: impl Fn(&str) -> bool) -> (f64, Option<f64>) {
     thread::sleep(SETTLE);
     // `/proc` is read outside the process's bracket: the reading costs this thread CPU.
-    let own_before = threads_cpu(&own);
+    let own_before = threads_cpu_by_tid(&own);
     let before = process_cpu();
     let start = Instant::now();
     thread::sleep(len);
     let after = process_cpu();
     let wall = start.elapsed().as_secs_f64();
-    let own_after = threads_cpu(&own);
+    let own_after = threads_cpu_by_tid(&own);
     let per_second = |d: Duration| d.as_secs_f64() * 1e3 / wall;
     let own = match (own_before, own_after) {
-        (Some(b), Some(a)) => Some(per_second(a.saturating_sub(b))),
+        (Some(b), Some(a)) => Some(per_second(threads_cpu_since(&b, &a))),
         _ => None,
     };
     (per_second(after - before), own)
