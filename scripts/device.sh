@@ -7,7 +7,18 @@
 # `release-lto`, strips them (the `run` tool carries at most 64 MiB) and puts them in
 # device-bin/ (git-ignored).
 #
-# There, through the `run` tool with `carry: ["device-bin"]`, in calls of at most 10 minutes:
+# There, through the `run` tool with `carry: ["device-bin"]`, first of all (a lent machine
+# has 15 minutes of device time in all, its start included, and one call may run 10):
+#     scripts/device.sh plan [SECONDS]
+# runs the table in order of importance and stops starting steps that would not end
+# within SECONDS (default 480): the machine and the cost model's inputs, then under
+# `release-lto` (the profile of the issue's table) async, fork-join, iter and the task pool
+# at 2, 4, 8 and 16 workers, then `magpie compare` at 16 and 2, then `release` at 16 and 2.
+# It leaves two files in $OUT, within the tool's eight: plan.log (everything printed,
+# with each step's start and length) and plan.tgz (each step's text and JSON, remade after
+# every step, so a call cut short still brings back what finished).
+#
+# Or one step at a time:
 #     scripts/device.sh run PROFILE [GROUPS] [WORKERS] [SAMPLES]
 # PROFILE is release or release-lto; GROUPS is scale's --only list (default
 # fork-join,iter,async,task-pool), WORKERS its --workers list (default 1,2,4,8,16), SAMPLES
@@ -33,7 +44,53 @@ build)
         done
     done
     du -sh "$bin"
-    echo "now: run(command=\"scripts/device.sh run release inputs\", carry=[\"device-bin\"])"
+    echo "now: run(command=\"scripts/device.sh plan 480\", carry=[\"device-bin\"], timeout_s=570)"
+    ;;
+plan)
+    budget=${2:-480}
+    out=${OUT:-$root/bench-results}
+    work=$(mktemp -d)
+    mkdir -p "$out"
+    log="$out/plan.log"
+    : > "$log"
+    started=$(date +%s)
+    # step SECONDS NAME COMMAND...: runs COMMAND with its output in $work/NAME.txt and the
+    # log, unless SECONDS (a generous estimate for 16 CPUs) would pass the budget.
+    step() {
+        local estimate=$1 name=$2
+        shift 2
+        local now
+        now=$(date +%s)
+        if (( now - started + estimate > budget )); then
+            echo "== skipped $name: ${estimate}s estimated, $(( budget - (now - started) ))s left" | tee -a "$log"
+            return 0
+        fi
+        echo "== $name at +$(( now - started ))s: $*" | tee -a "$log"
+        "$@" 2>&1 | tee "$work/$name.txt" >> "$log" || echo "== $name failed" | tee -a "$log"
+        echo "== $name took $(( $(date +%s) - now ))s" | tee -a "$log"
+        tar czf "$out/plan.tgz" -C "$work" .
+    }
+    inputs() {
+        nproc
+        lscpu
+        cat /sys/fs/cgroup/cpu.max 2>/dev/null || true
+        "$bin/release/barrier_cost"
+    }
+    scale() {
+        local profile=$1 groups=$2 workers=$3
+        "$bin/$profile/magpie-bench" scale --workers "$workers" --only "$groups" --samples 7 \
+            --json "$work/scale-$profile-$groups-${workers//,/_}.json"
+    }
+    step 45 inputs inputs
+    step 60 lto-async scale release-lto async 2,4,8,16
+    step 150 lto-fork-join scale release-lto fork-join 2,4,8,16
+    step 90 lto-iter scale release-lto iter 2,4,8,16
+    step 90 lto-task-pool scale release-lto task-pool 2,4,8,16
+    step 40 compare-16 "$bin/release-lto/magpie" compare --workers 16 --repeat 3
+    step 40 compare-2 "$bin/release-lto/magpie" compare --workers 2 --repeat 3
+    step 100 rel-16 scale release fork-join,iter,async,task-pool 16
+    step 100 rel-2 scale release fork-join,iter,async,task-pool 2
+    echo "== plan done at +$(( $(date +%s) - started ))s" | tee -a "$log"
     ;;
 run)
     profile=${2:?"profile: release or release-lto"}
@@ -62,7 +119,7 @@ run)
         --json "$out/$name.json" 2>&1 | tee "$out/$name.txt"
     ;;
 *)
-    echo "usage: scripts/device.sh build | run PROFILE [GROUPS|inputs] [WORKERS] [SAMPLES]" >&2
+    echo "usage: scripts/device.sh build | plan [SECONDS] | run PROFILE [GROUPS|inputs] [WORKERS] [SAMPLES]" >&2
     exit 2
     ;;
 esac
