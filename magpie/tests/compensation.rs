@@ -308,11 +308,11 @@ fn stress_start_and_retire_while_tasks_and_joins_run() {
     const TASKS: usize = 100;
     let rt = Arc::new(runtime(2, 2, 2));
     let stop = Arc::new(AtomicU8::new(0));
+    let cycles = Arc::new(AtomicUsize::new(0));
     // Switches compensation on and off for as long as the work runs.
     let controller = {
-        let (rt, stop) = (rt.clone(), stop.clone());
+        let (rt, stop, cycles) = (rt.clone(), stop.clone(), cycles.clone());
         std::thread::spawn(move || {
-            let mut cycles = 0u64;
             while stop.load(SeqCst) == 0 {
                 rt.__start_compensation_worker();
                 rt.__start_compensation_worker();
@@ -321,11 +321,13 @@ fn stress_start_and_retire_while_tasks_and_joins_run() {
                 rt.__start_compensation_worker();
                 std::thread::yield_now();
                 rt.__retire_compensation_workers();
-                cycles += 1;
+                cycles.fetch_add(1, SeqCst);
             }
-            cycles
         })
     };
+    // The work starts once the controller has gone round, so that the two overlap however
+    // the OS schedules the threads.
+    common::eventually("the controller has cycled once", || cycles.load(SeqCst) > 0);
 
     let ledger = Ledger::new(ROUNDS * TASKS);
     for round in 0..ROUNDS {
@@ -359,13 +361,15 @@ fn stress_start_and_retire_while_tasks_and_joins_run() {
         }
     }
     stop.store(1, SeqCst);
-    let cycles = controller.join().unwrap();
-    assert!(cycles > 0);
+    controller.join().unwrap();
     ledger.assert_each_once();
     rt.wait_idle();
     let stats = rt.stats();
     assert_eq!(stats.tasks_executed(), (ROUNDS * TASKS) as u64);
     assert_eq!(stats.compensation_workers_active, 0);
     // Every cycle's three starts found a slot free.
-    assert_eq!(stats.compensation_workers_started, 3 * cycles);
+    assert_eq!(
+        stats.compensation_workers_started,
+        3 * cycles.load(SeqCst) as u64
+    );
 }

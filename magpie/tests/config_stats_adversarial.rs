@@ -113,36 +113,41 @@ fn counters_stay_monotonic_while_workers_switch_on_and_off_under_load() {
             .unwrap(),
     );
     let stop = Arc::new(AtomicBool::new(false));
+    // How many times each thread below has gone round, for the start of the load.
+    let (switches, samples) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let switcher = std::thread::spawn({
-        let (rt, stop) = (rt.clone(), stop.clone());
+        let (rt, stop, switches) = (rt.clone(), stop.clone(), switches.clone());
         move || {
             let mut rng = SplitMix64::new(common::seed("monotonic switcher"));
-            let mut switches = 0u64;
             while !stop.load(Relaxed) {
                 rt.set_active_workers(1 + rng.below(ordinary as u64) as usize)
                     .unwrap();
-                switches += 1;
+                switches.fetch_add(1, Relaxed);
                 std::thread::yield_now();
             }
-            switches
         }
     });
     let sampler = std::thread::spawn({
-        let (rt, stop) = (rt.clone(), stop.clone());
+        let (rt, stop, samples) = (rt.clone(), stop.clone(), samples.clone());
         move || {
             let mut then = rt.stats();
             assert_gauges(&then, ordinary, compensation);
-            let mut samples = 0u64;
             while !stop.load(Relaxed) {
                 let now = rt.stats();
                 assert_gauges(&now, ordinary, compensation);
                 assert_later(&then, &now);
                 then = now;
-                samples += 1;
+                samples.fetch_add(1, Relaxed);
             }
-            samples
         }
     });
+    // The load starts once both threads run: on a machine with fewer CPUs than threads, the
+    // 40 rounds can otherwise end before the OS has given either of them a turn, and the
+    // test would check nothing (it once did, in a release build beside other tests).
+    eventually(
+        "the switcher and the sampler have each gone round once",
+        || switches.load(Relaxed) > 0 && samples.load(Relaxed) > 0,
+    );
     // Tasks, fork-join work, and a blocking section each round.
     for round in 0..40u64 {
         let handles: Vec<_> = (0..50u64).map(|i| rt.submit(move || i * round)).collect();
@@ -153,8 +158,8 @@ fn counters_stay_monotonic_while_workers_switch_on_and_off_under_load() {
         assert_eq!(blocked.join().unwrap(), 610);
     }
     stop.store(true, Relaxed);
-    assert!(switcher.join().unwrap() > 0);
-    assert!(sampler.join().unwrap() > 0);
+    switcher.join().unwrap();
+    sampler.join().unwrap();
     rt.wait_idle();
     let last = rt.stats();
     assert_gauges(&last, ordinary, compensation);

@@ -47,18 +47,18 @@ fn shrink_and_grow_under_mixed_load() {
     // The controller: changes the worker count at random and checks every snapshot against
     // the one before, until the load is done.
     let done = Arc::new(AtomicBool::new(false));
+    let changes = Arc::new(AtomicU64::new(0));
     let controller = {
         let rt = rt.clone();
-        let done = done.clone();
+        let (done, changes) = (done.clone(), changes.clone());
         let progress = progress.clone();
         std::thread::spawn(move || {
             let mut rng = SplitMix64::new(seed ^ 1);
             let mut last = rt.stats();
-            let mut changes = 0u64;
             while !done.load(SeqCst) {
                 let n = 1 + rng.below(MAX_WORKERS as u64) as usize;
                 rt.set_active_workers(n).unwrap();
-                changes += 1;
+                changes.fetch_add(1, SeqCst);
                 for _ in 0..rng.below(50) {
                     let now = rt.stats();
                     assert_monotonic(&last, &now);
@@ -67,9 +67,13 @@ fn shrink_and_grow_under_mixed_load() {
                 progress.fetch_add(1, SeqCst);
                 std::thread::yield_now();
             }
-            changes
         })
     };
+    // The load starts once the controller has changed the count, so that the two overlap
+    // however the OS schedules the threads.
+    common::eventually("the controller has changed the count once", || {
+        changes.load(SeqCst) > 0
+    });
 
     let mut rng = SplitMix64::new(seed);
     let closures_ran = Arc::new(AtomicUsize::new(0));
@@ -128,9 +132,11 @@ fn shrink_and_grow_under_mixed_load() {
     rt.wait_idle();
     assert_eq!(closures_ran.load(SeqCst), closures);
     done.store(true, SeqCst);
-    let changes = controller.join().unwrap();
-    eprintln!("{ROUNDS} rounds, {changes} worker-count changes");
-    assert!(changes > 0);
+    controller.join().unwrap();
+    eprintln!(
+        "{ROUNDS} rounds, {} worker-count changes",
+        changes.load(SeqCst)
+    );
     drop(watchdog);
 }
 

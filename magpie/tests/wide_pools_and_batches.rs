@@ -419,21 +419,26 @@ fn submissions_race_shrinking_and_growing_across_the_bitmap_words() {
     let rt = Arc::new(runtime(WORKERS));
     let ledger = Ledger::new(2 * PER_THREAD);
     let stop = Arc::new(AtomicUsize::new(0));
+    let switches = Arc::new(AtomicUsize::new(0));
     let switcher = {
         let rt = rt.clone();
-        let stop = stop.clone();
+        let (stop, switches) = (stop.clone(), switches.clone());
         std::thread::spawn(move || {
             let counts = [1, 130, 64, 65, 2, 128, 129, 63];
-            let mut k = 0;
             while stop.load(SeqCst) == 0 {
+                let k = switches.load(SeqCst);
                 rt.set_active_workers(counts[k % counts.len()]).unwrap();
-                k += 1;
+                switches.store(k + 1, SeqCst);
                 std::thread::yield_now();
             }
             rt.set_active_workers(WORKERS).unwrap();
-            k
         })
     };
+    // The submissions start once the switcher runs, so that they race it however the OS
+    // schedules the threads (on 2 CPUs they could otherwise all end before its first turn).
+    eventually("the switcher has switched once", || {
+        switches.load(SeqCst) > 0
+    });
     let submitters: Vec<_> = (0..2)
         .map(|t| {
             let rt = rt.clone();
@@ -462,8 +467,7 @@ fn submissions_race_shrinking_and_growing_across_the_bitmap_words() {
         submitter.join().unwrap();
     }
     stop.store(1, SeqCst);
-    let switches = switcher.join().unwrap();
-    assert!(switches > 0);
+    switcher.join().unwrap();
     wait_idle(&rt, "wait_idle after the race");
     ledger.assert_each_once();
 }
