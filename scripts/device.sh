@@ -32,6 +32,18 @@ cmd=${1:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/device-bin"
 
+# What the machine is: its CPUs and any cgroup CPU quota (both modes write it).
+machine() {
+    nproc
+    lscpu
+    cat /sys/fs/cgroup/cpu.max 2>/dev/null || true
+}
+
+# scale_json PROFILE GROUPS WORKERS SAMPLES JSON: the scaling table, its JSON in JSON.
+scale_json() {
+    "$bin/$1/magpie-bench" scale --workers "$3" --only "$2" --samples "$4" --json "$5"
+}
+
 case "$cmd" in
 build)
     cd "$root"
@@ -71,15 +83,11 @@ plan)
         tar czf "$out/plan.tgz" -C "$work" .
     }
     inputs() {
-        nproc
-        lscpu
-        cat /sys/fs/cgroup/cpu.max 2>/dev/null || true
+        machine
         "$bin/release/barrier_cost"
     }
     scale() {
-        local profile=$1 groups=$2 workers=$3
-        "$bin/$profile/magpie-bench" scale --workers "$workers" --only "$groups" --samples 7 \
-            --json "$work/scale-$profile-$groups-${workers//,/_}.json"
+        scale_json "$1" "$2" "$3" 7 "$work/scale-$1-$2-${3//,/_}.json"
     }
     step 45 inputs inputs
     step 60 lto-async scale release-lto async 2,4,8,16
@@ -101,11 +109,7 @@ run)
     out=${OUT:-$root/bench-results}
     mkdir -p "$out"
     if [ "$groups" = inputs ]; then
-        {
-            nproc
-            lscpu
-            cat /sys/fs/cgroup/cpu.max 2>/dev/null || true
-        } > "$out/machine.txt" 2>&1
+        machine > "$out/machine.txt" 2>&1
         "$dir/barrier_cost" > "$out/barrier_cost-$profile.txt" 2>&1
         for w in 2 16; do
             "$dir/magpie" compare --workers "$w" --repeat 3 \
@@ -115,8 +119,8 @@ run)
         exit 0
     fi
     name="scale-$profile-${groups//,/+}"
-    "$dir/magpie-bench" scale --workers "$workers" --only "$groups" --samples "$samples" \
-        --json "$out/$name.json" 2>&1 | tee "$out/$name.txt"
+    scale_json "$profile" "$groups" "$workers" "$samples" "$out/$name.json" 2>&1 |
+        tee "$out/$name.txt"
     ;;
 *)
     echo "usage: scripts/device.sh build | plan [SECONDS] | run PROFILE [GROUPS|inputs] [WORKERS] [SAMPLES]" >&2
