@@ -1206,10 +1206,22 @@ fn hold(rt: &Runtime, target: usize) -> (usize, Arc<AtomicBool>, magpie::JoinHan
 /// the timer fired.
 fn nested_wait_then_hand_off(nested: bool) -> Option<bool> {
     let rt = Arc::new(runtime(4));
+    // Each closure below goes to a parked worker's mailbox, which wakes that worker alone, so
+    // the roles come out as targeted even on one CPU (a worker still searching after its
+    // start or its last task would take the closure first, and on one CPU the same one
+    // always did: the roles were never usable there).
+    let others_park = |busy: &[usize]| {
+        common::eventually("the other workers park", || {
+            (0..4).all(|i| busy.contains(&i) || parked(&rt, i))
+        });
+    };
     // Two workers busy (task polls never steal jobs): the join below and the half it
     // publishes go to the other two.
+    others_park(&[]);
     let (h1, release1, held1) = hold(&rt, 3);
+    others_park(&[h1]);
     let (h2, release2, held2) = hold(&rt, 2);
+    others_park(&[h1, h2]);
 
     // Worker `w`: an outer join whose second half worker `x` steals and keeps; while `w`
     // waits for it, it steals a job of `x` (`d`) that joins and waits in turn (for `f`,
