@@ -3,7 +3,8 @@
 use super::ParallelIterator;
 
 /// Converts a value into a parallel iterator: `Vec<T>`, `&[T]`, `&mut [T]`, `&Vec<T>`,
-/// arrays by reference, integer ranges, and every parallel iterator itself.
+/// `&mut Vec<T>`, arrays by reference, integer ranges `a..b` (not `a..=b`), and every
+/// parallel iterator itself.
 ///
 /// # Examples
 ///

@@ -134,7 +134,10 @@ impl Builder {
         self
     }
 
-    /// Names the worker threads `{name}-{index}`.
+    /// Names the worker threads `{name}-{index}` (by default `magpie-worker-{index}`). The
+    /// same name prefixes the blocking pool's threads (`{name}-blocking-{index}`) and the
+    /// stall monitor's (`{name}-monitor`). A name with a NUL byte makes [`Builder::build`]
+    /// fail with [`BuildError::InvalidThreadName`].
     pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
         self.thread_name = Some(name.into());
         self

@@ -15,11 +15,13 @@
 //! `stats()` gives exact totals). The cost, measured against a build with the counters
 //! compiled out (`--cfg magpie_no_stats`), is in BENCHMARKS.md.
 //!
-//! The three counters bumped on every poll (polls, local schedules, LIFO hits) are the
-//! exception: the worker counts them in plain integers on its own stack and adds them to the
-//! shared counters at maintenance (at most every 255 polls), when its local queues run dry,
-//! and before it parks. `magpie/examples/overhead.rs` showed why: on `yield_many`, where a
-//! poll takes about 25 ns, the shared counters' extra instructions cost a measurable share.
+//! Two of the counters bumped on every poll (local schedules, LIFO hits) are the exception:
+//! the worker counts them in plain integers on its own stack and adds them to the shared
+//! counters at maintenance (at most every 255 polls), when its local queues run dry, and
+//! before it parks. `magpie/examples/overhead.rs` showed why: on `yield_many`, where a poll
+//! takes about 25 ns, the shared counters' extra instructions cost a measurable share. The
+//! poll count itself (`tasks_polled`) goes to its shared counter before every poll, since
+//! the stall monitor reads it as the worker's progress (`runtime/monitor.rs`).
 //!
 //! The poll-time histogram needs two clock reads per poll, so, as in tokio, it is off unless
 //! [`Builder::poll_time_histogram`](crate::Builder::poll_time_histogram) turns it on.
@@ -517,8 +519,7 @@ impl WorkerStats {
 
 /// A snapshot of a runtime's statistics.
 ///
-/// Everything tokio's `RuntimeMetrics` reports (stable and unstable) has a counterpart here,
-/// except the I/O driver's counts (magpie has no I/O driver):
+/// Everything tokio's `RuntimeMetrics` reports (stable and unstable) has a counterpart here:
 ///
 /// | tokio `RuntimeMetrics` | magpie |
 /// |---|---|
@@ -540,6 +541,8 @@ impl WorkerStats {
 /// | `worker_mean_poll_time` | [`WorkerStats::mean_task_time_ns`] |
 /// | `worker_thread_id` | [`WorkerStats::thread_id`] (the OS id) |
 /// | `poll_time_histogram_*`, `worker_poll_count_histogram_*` | [`WorkerStats::poll_time_histogram`], [`Stats::poll_time_histogram_bounds_ns`], [`Stats::poll_time_histogram_enabled`] |
+/// | `io_driver_fd_registered_count` − `io_driver_fd_deregistered_count` | [`Stats::io_sources`] (registered now) |
+/// | `io_driver_ready_count` | [`WorkerStats::io_events`] (summed) |
 ///
 /// Beyond tokio: jobs (fork-join) executed and stolen, failed steals, steals inside and across
 /// steal groups, LIFO rescues, inject pulls, the adaptive interval, idle time, utilization,

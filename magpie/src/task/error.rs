@@ -9,8 +9,9 @@ use crate::util::unwind::Payload;
 /// Why a task finished without an output: it was cancelled (aborted, or its runtime shut
 /// down), or it panicked, in which case the error carries the panic's payload.
 ///
-/// The `Err` of a [`JoinHandle`](super::join::JoinHandle)'s output. (Re-exported from the
-/// crate root by the async-task issue.)
+/// The `Err` of a [`JoinHandle`](super::join::JoinHandle)'s output, also reachable as
+/// `magpie::JoinError`. Its `Display` says which of the two happened, with the panic's
+/// message when it was a string.
 #[allow(unreachable_pub)] // Re-exported by the async-task issue.
 pub struct JoinError {
     repr: Repr,
