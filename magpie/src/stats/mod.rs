@@ -493,6 +493,16 @@ pub struct WorkerStats {
 
 impl WorkerStats {
     /// Jobs and tasks this worker took from other workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// rt.install(|| magpie::join(|| 1, || 2));
+    /// for w in rt.stats().workers {
+    ///     assert_eq!(w.steals(), w.jobs_stolen + w.tasks_stolen);
+    /// }
+    /// ```
     pub fn steals(&self) -> u64 {
         self.jobs_stolen + self.tasks_stolen
     }
@@ -629,46 +639,162 @@ pub struct Stats {
 
 impl Stats {
     /// Jobs run by all workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// rt.install(|| magpie::join(|| 1, || 2));
+    /// // The `install` closure and the `join`'s published second half.
+    /// assert_eq!(rt.stats().jobs_executed(), 2);
+    /// ```
     pub fn jobs_executed(&self) -> u64 {
         self.workers.iter().map(|w| w.jobs_executed).sum()
     }
 
     /// Jobs stolen by all workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use magpie::prelude::*;
+    ///
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let sum: u64 = rt.install(|| (0..10_000u64).into_par_iter().sum());
+    /// assert_eq!(sum, 49_995_000);
+    /// let stats = rt.stats();
+    /// // How many of the pieces the other worker stole depends on timing; never more than ran.
+    /// assert!(stats.jobs_stolen() <= stats.jobs_executed());
+    /// ```
     pub fn jobs_stolen(&self) -> u64 {
         self.workers.iter().map(|w| w.jobs_stolen).sum()
     }
 
     /// Times any worker parked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let stats = rt.stats();
+    /// assert_eq!(stats.parks(), stats.workers.iter().map(|w| w.parks).sum::<u64>());
+    /// ```
     pub fn parks(&self) -> u64 {
         self.workers.iter().map(|w| w.parks).sum()
     }
 
     /// Tasks finished on all workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// for i in 0..10 {
+    ///     drop(rt.submit(move || i + 1));
+    /// }
+    /// rt.spawn(async {}).join().unwrap();
+    /// rt.wait_idle(); // every task has finished, and has been counted
+    /// assert_eq!(rt.stats().tasks_executed(), 11);
+    /// ```
     pub fn tasks_executed(&self) -> u64 {
         self.workers.iter().map(|w| w.tasks_executed).sum()
     }
 
     /// Task polls on all workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// rt.spawn(async {
+    ///     magpie::task::yield_now().await; // pending once: polled twice
+    /// })
+    /// .join()
+    /// .unwrap();
+    /// rt.wait_idle();
+    /// let stats = rt.stats();
+    /// assert!(stats.tasks_polled() >= 2);
+    /// assert!(stats.tasks_polled() >= stats.tasks_executed());
+    /// ```
     pub fn tasks_polled(&self) -> u64 {
         self.workers.iter().map(|w| w.tasks_polled).sum()
     }
 
     /// Tasks stolen by all workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let handles: Vec<_> = (0..100).map(|i| rt.submit(move || i)).collect();
+    /// let sum: i32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    /// assert_eq!(sum, 4950);
+    /// rt.wait_idle();
+    /// let stats = rt.stats();
+    /// // Timing decides how many moved between the two workers; never more than ran.
+    /// assert!(stats.tasks_stolen() <= stats.tasks_executed());
+    /// ```
     pub fn tasks_stolen(&self) -> u64 {
         self.workers.iter().map(|w| w.tasks_stolen).sum()
     }
 
     /// Jobs and tasks stolen by all workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// rt.install(|| magpie::join(|| 1, || 2));
+    /// let stats = rt.stats();
+    /// assert_eq!(stats.steals(), stats.jobs_stolen() + stats.tasks_stolen());
+    /// ```
     pub fn steals(&self) -> u64 {
         self.workers.iter().map(WorkerStats::steals).sum()
     }
 
     /// Tasks spawned, on workers and from outside (tokio's `spawned_tasks_count`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// // One task spawned from this thread, which spawns two more on its worker.
+    /// let outer = rt.spawn(async {
+    ///     let a = magpie::spawn(async { 1 });
+    ///     let b = magpie::spawn(async { 2 });
+    ///     a.await.unwrap() + b.await.unwrap()
+    /// });
+    /// assert_eq!(outer.join().unwrap(), 3);
+    /// let stats = rt.stats();
+    /// assert_eq!(stats.tasks_spawned(), 3);
+    /// assert_eq!(stats.tasks_spawned_remote, 1);
+    /// ```
     pub fn tasks_spawned(&self) -> u64 {
         self.tasks_spawned_remote + self.workers.iter().map(|w| w.tasks_spawned).sum::<u64>()
     }
 
-    /// The poll-time histogram of all workers together.
+    /// The poll-time histogram of all workers together: bucket `i` counts the polls that
+    /// took from [`poll_time_histogram_bounds_ns`](Self::poll_time_histogram_bounds_ns)`[i]`
+    /// up to the next bound. All zero unless
+    /// [`Builder::poll_time_histogram`](crate::Builder::poll_time_histogram) turned it on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(1)
+    ///     .poll_time_histogram(true)
+    ///     .build()
+    ///     .unwrap();
+    /// for i in 0..3 {
+    ///     rt.submit(move || i).join().unwrap(); // one poll each
+    /// }
+    /// rt.install(|| ()); // the one worker is past the last poll's end, where it is counted
+    /// let stats = rt.stats();
+    /// let histogram = stats.poll_time_histogram();
+    /// assert_eq!(histogram.len(), stats.poll_time_histogram_bounds_ns.len());
+    /// assert_eq!(histogram.iter().sum::<u64>(), 3);
+    /// ```
     pub fn poll_time_histogram(&self) -> Vec<u64> {
         let mut total = vec![0; self.poll_time_histogram_bounds_ns.len()];
         for w in &self.workers {
@@ -698,7 +824,16 @@ impl Stats {
         }
     }
 
-    /// The mean utilization over all workers (see [`WorkerStats::utilization`]).
+    /// The mean utilization over all workers (see [`WorkerStats::utilization`]), from 0.0
+    /// to 1.0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// rt.install(|| magpie::join(|| 1, || 2));
+    /// assert!((0.0..=1.0).contains(&rt.stats().utilization()));
+    /// ```
     pub fn utilization(&self) -> f64 {
         if self.workers.is_empty() {
             return 0.0;
