@@ -20,7 +20,8 @@ use crate::iter::plumbing::{bridge, Consumer, Producer, ProducerCallback, Uninde
 use crate::iter::sort;
 use crate::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 
-/// Parallel methods on shared slices (and, through `Deref`, on `Vec`s and arrays).
+/// Parallel methods on shared slices, and so on `Vec`s (through `Deref`) and arrays (which
+/// method calls unsize to slices).
 ///
 /// # Examples
 ///
