@@ -9,6 +9,26 @@ use super::{IntoParallelIterator, ParallelIterator};
 /// `Vec`s, ranges, and what `map`, `enumerate`, `zip`, `chain` and the like make of them.
 ///
 /// Only these can be `enumerate`d or `zip`ped, and `position_*` needs one.
+///
+/// # Examples
+///
+/// ```
+/// use magpie::prelude::*;
+///
+/// /// The dot product of two sequences of the same length.
+/// fn dot<A, B>(a: A, b: B) -> i64
+/// where
+///     A: IndexedParallelIterator<Item = i64>,
+///     B: IndexedParallelIterator<Item = i64>,
+/// {
+///     assert_eq!(a.len(), b.len());
+///     a.zip(b).map(|(x, y)| x * y).sum()
+/// }
+///
+/// let a = vec![1, 2, 3];
+/// let b = vec![4, 5, 6];
+/// assert_eq!(dot(a.par_iter().copied(), b.into_par_iter()), 32);
+/// ```
 // No `is_empty`: Rayon's trait has none, and code moving over from Rayon should not find a
 // method that its `ExactSizeIterator` imports would make ambiguous.
 #[allow(clippy::len_without_is_empty)]
@@ -26,12 +46,69 @@ pub trait IndexedParallelIterator: ParallelIterator {
 
     /// Feeds every item into `consumer`, splitting at true indices. See
     /// [`plumbing`](super::plumbing).
+    ///
+    /// # Examples
+    ///
+    /// (`ToVec` collects `u32`s in order: see
+    /// [`Consumer`](super::plumbing::Consumer).)
+    ///
+    /// ```
+    /// # use magpie::iter::plumbing::{Consumer, Folder, Reducer, UnindexedConsumer};
+    /// # struct ToVec;
+    /// # struct VecFolder(Vec<u32>);
+    /// # struct Append;
+    /// # impl Consumer<u32> for ToVec {
+    /// #     type Folder = VecFolder; type Reducer = Append; type Result = Vec<u32>;
+    /// #     fn split_at(self, _: usize) -> (Self, Self, Append) { (ToVec, ToVec, Append) }
+    /// #     fn into_folder(self) -> VecFolder { VecFolder(Vec::new()) }
+    /// #     fn full(&self) -> bool { false }
+    /// # }
+    /// # impl UnindexedConsumer<u32> for ToVec {
+    /// #     fn split_off_left(&self) -> Self { ToVec }
+    /// #     fn to_reducer(&self) -> Append { Append }
+    /// # }
+    /// # impl Folder<u32> for VecFolder {
+    /// #     type Result = Vec<u32>;
+    /// #     fn consume(mut self, item: u32) -> Self { self.0.push(item); self }
+    /// #     fn complete(self) -> Vec<u32> { self.0 }
+    /// #     fn full(&self) -> bool { false }
+    /// # }
+    /// # impl<T> Reducer<Vec<T>> for Append {
+    /// #     fn reduce(self, mut l: Vec<T>, mut r: Vec<T>) -> Vec<T> { l.append(&mut r); l }
+    /// # }
+    /// use magpie::prelude::*;
+    ///
+    /// let v = (0..4u32).into_par_iter().map(|x| 10 * x).drive(ToVec);
+    /// assert_eq!(v, [0, 10, 20, 30]);
+    /// ```
     fn drive<C>(self, consumer: C) -> C::Result
     where
         C: Consumer<Self::Item>;
 
     /// Calls `callback` with this iterator's [`Producer`](super::plumbing::Producer). See
     /// [`plumbing`](super::plumbing).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use magpie::iter::plumbing::{Producer, ProducerCallback};
+    /// use magpie::prelude::*;
+    ///
+    /// /// The first item, taken from the producer without running the rest.
+    /// struct First;
+    ///
+    /// impl<T> ProducerCallback<T> for First {
+    ///     type Output = Option<T>;
+    ///
+    ///     fn callback<P: Producer<Item = T>>(self, producer: P) -> Option<T> {
+    ///         let (first, _rest) = producer.split_at(1);
+    ///         first.into_iter().next()
+    ///     }
+    /// }
+    ///
+    /// let words = ["alpha", "beta"];
+    /// assert_eq!(words.par_iter().map(|w| w.len()).with_producer(First), Some(5));
+    /// ```
     fn with_producer<CB>(self, callback: CB) -> CB::Output
     where
         CB: ProducerCallback<Self::Item>;

@@ -3,7 +3,8 @@
 use super::ParallelIterator;
 
 /// Converts a value into a parallel iterator: `Vec<T>`, `&[T]`, `&mut [T]`, `&Vec<T>`,
-/// arrays by reference, integer ranges, and every parallel iterator itself.
+/// `&mut Vec<T>`, arrays by reference, integer ranges `a..b` (not `a..=b`), and every
+/// parallel iterator itself.
 ///
 /// # Examples
 ///
@@ -22,6 +23,20 @@ pub trait IntoParallelIterator {
     type Iter: ParallelIterator<Item = Self::Item>;
 
     /// Converts `self` into a parallel iterator.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use magpie::prelude::*;
+    ///
+    /// let mut v = vec![1, 2, 3];
+    /// (&mut v).into_par_iter().for_each(|x| *x += 1);
+    /// let total: i32 = (&v).into_par_iter().sum();
+    /// assert_eq!(total, 9);
+    /// // A parallel iterator converts into itself.
+    /// let doubled = v.into_par_iter().map(|x| x * 2);
+    /// assert_eq!(doubled.into_par_iter().len(), 3);
+    /// ```
     fn into_par_iter(self) -> Self::Iter;
 }
 
@@ -52,6 +67,16 @@ pub trait IntoParallelRefIterator<'data> {
     type Iter: ParallelIterator<Item = Self::Item>;
 
     /// A parallel iterator over `&self`'s items.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use magpie::prelude::*;
+    ///
+    /// let words = ["apple", "fig", "kiwi"];
+    /// assert_eq!(words.par_iter().map(|w| w.len()).max(), Some(5));
+    /// assert_eq!(words.len(), 3); // only borrowed
+    /// ```
     fn par_iter(&'data self) -> Self::Iter;
 }
 
@@ -85,6 +110,18 @@ pub trait IntoParallelRefMutIterator<'data> {
     type Iter: ParallelIterator<Item = Self::Item>;
 
     /// A parallel iterator over `&mut self`'s items.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use magpie::prelude::*;
+    ///
+    /// let mut grid = [[0u8; 4]; 3];
+    /// grid.par_iter_mut()
+    ///     .enumerate()
+    ///     .for_each(|(row, cells)| cells.fill(row as u8));
+    /// assert_eq!(grid[2], [2; 4]);
+    /// ```
     fn par_iter_mut(&'data mut self) -> Self::Iter;
 }
 
@@ -113,6 +150,18 @@ where
 /// ```
 pub trait FromParallelIterator<T: Send> {
     /// Builds the collection from the items of `iter`.
+    ///
+    /// # Examples
+    ///
+    /// What [`collect`](ParallelIterator::collect) calls:
+    ///
+    /// ```
+    /// use magpie::iter::FromParallelIterator;
+    /// use magpie::prelude::*;
+    ///
+    /// let lengths = Vec::from_par_iter(["a", "bb", "ccc"].par_iter().map(|s| s.len()));
+    /// assert_eq!(lengths, [1, 2, 3]);
+    /// ```
     fn from_par_iter<I>(iter: I) -> Self
     where
         I: IntoParallelIterator<Item = T>;

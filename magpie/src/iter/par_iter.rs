@@ -25,12 +25,55 @@ use super::{FromParallelIterator, IntoParallelIterator};
 /// A panic in a closure stops no piece that already runs; once all have finished, the first
 /// panic (in reduction order) resumes in the caller. Nothing is leaked: items already
 /// produced are dropped.
+///
+/// # Examples
+///
+/// Code generic over parallel iterators, as over [`Iterator`]s:
+///
+/// ```
+/// use magpie::prelude::*;
+///
+/// /// The total length of some strings, counted in parallel.
+/// fn total_len<I>(strings: I) -> usize
+/// where
+///     I: ParallelIterator,
+///     I::Item: AsRef<str>,
+/// {
+///     strings.map(|s| s.as_ref().len()).sum()
+/// }
+///
+/// assert_eq!(total_len(["a", "bc"].par_iter()), 3);
+/// assert_eq!(total_len(vec![String::from("def")].into_par_iter()), 3);
+/// ```
 pub trait ParallelIterator: Sized + Send {
     /// The items, which may be handed from one worker to another.
     type Item: Send;
 
     /// Feeds every item into `consumer`, splitting both as the bridge decides: the one
     /// required method. See [`plumbing`](super::plumbing).
+    ///
+    /// # Examples
+    ///
+    /// A parallel iterator of one's own that hands its work to another:
+    ///
+    /// ```
+    /// use magpie::iter::plumbing::UnindexedConsumer;
+    /// use magpie::prelude::*;
+    ///
+    /// /// The lines of a text, in parallel.
+    /// struct Lines(Vec<String>);
+    ///
+    /// impl ParallelIterator for Lines {
+    ///     type Item = String;
+    ///
+    ///     fn drive_unindexed<C: UnindexedConsumer<String>>(self, consumer: C) -> C::Result {
+    ///         self.0.into_par_iter().drive_unindexed(consumer)
+    ///     }
+    /// }
+    ///
+    /// let text = Lines(vec!["one".into(), "two".into(), "three".into()]);
+    /// assert_eq!(text.filter(|line| line.contains('o')).count(), 2);
+    /// ```
     fn drive_unindexed<C>(self, consumer: C) -> C::Result
     where
         C: UnindexedConsumer<Self::Item>;
@@ -38,6 +81,16 @@ pub trait ParallelIterator: Sized + Send {
     /// The exact number of items, if known in advance. `Some` promises that
     /// [`drive_unindexed`](Self::drive_unindexed) splits its consumer only with
     /// [`Consumer::split_at`](super::plumbing::Consumer::split_at) at true item indices.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use magpie::prelude::*;
+    ///
+    /// assert_eq!((0..10u32).into_par_iter().map(|x| x * 2).opt_len(), Some(10));
+    /// // How many items pass a filter is known only once it has run.
+    /// assert_eq!((0..10u32).into_par_iter().filter(|x| x % 2 == 0).opt_len(), None);
+    /// ```
     fn opt_len(&self) -> Option<usize> {
         None
     }

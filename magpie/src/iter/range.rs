@@ -1,4 +1,14 @@
 //! `(a..b).into_par_iter()` for the primitive integer types.
+//!
+//! # Examples
+//!
+//! ```
+//! use magpie::prelude::*;
+//!
+//! let evens: Vec<i64> = (-4..5i64).into_par_iter().filter(|x| x % 2 == 0).collect();
+//! assert_eq!(evens, [-4, -2, 0, 2, 4]);
+//! assert_eq!((10..0u8).into_par_iter().count(), 0); // empty, as `10..0` is
+//! ```
 
 use std::ops::Range;
 

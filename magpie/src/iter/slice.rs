@@ -1,6 +1,18 @@
 //! Parallel iterators over slices: [`par_iter`](crate::iter::IntoParallelRefIterator),
 //! [`par_iter_mut`](crate::iter::IntoParallelRefMutIterator), [`ParallelSlice::par_chunks`],
 //! [`ParallelSliceMut::par_chunks_mut`], and the parallel sorts of [`ParallelSliceMut`].
+//!
+//! # Examples
+//!
+//! ```
+//! use magpie::prelude::*;
+//!
+//! let mut pixels = vec![0u8; 12];
+//! pixels.par_chunks_mut(3).enumerate().for_each(|(i, px)| px.fill(i as u8));
+//! assert_eq!(pixels[9..], [3, 3, 3]);
+//! let sums: Vec<u32> = pixels.par_chunks(6).map(|c| c.iter().map(|&b| b as u32).sum()).collect();
+//! assert_eq!(sums, [3, 15]);
+//! ```
 
 use std::cmp::Ordering;
 
@@ -8,9 +20,41 @@ use crate::iter::plumbing::{bridge, Consumer, Producer, ProducerCallback, Uninde
 use crate::iter::sort;
 use crate::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 
-/// Parallel methods on shared slices (and, through `Deref`, on `Vec`s and arrays).
+/// Parallel methods on shared slices, and so on `Vec`s (through `Deref`) and arrays (which
+/// method calls unsize to slices).
+///
+/// # Examples
+///
+/// ```
+/// use magpie::prelude::*;
+///
+/// let readings = vec![3, 1, 4, 1, 5, 9, 2, 6];
+/// let maxima: Vec<i32> = readings.par_chunks(4).map(|c| *c.iter().max().unwrap()).collect();
+/// assert_eq!(maxima, [4, 9]);
+/// ```
 pub trait ParallelSlice<T: Sync> {
     /// The slice itself.
+    ///
+    /// # Examples
+    ///
+    /// Implemented for a type of one's own, it brings the other methods along:
+    ///
+    /// ```
+    /// use magpie::iter::slice::ParallelSlice;
+    /// use magpie::prelude::*;
+    ///
+    /// struct Samples(Vec<f32>);
+    ///
+    /// impl ParallelSlice<f32> for Samples {
+    ///     fn as_parallel_slice(&self) -> &[f32] {
+    ///         &self.0
+    ///     }
+    /// }
+    ///
+    /// let samples = Samples(vec![1.0, 2.0, 3.0]);
+    /// let sums: Vec<f32> = samples.par_chunks(2).map(|c| c.iter().sum()).collect();
+    /// assert_eq!(sums, [3.0, 3.0]);
+    /// ```
     fn as_parallel_slice(&self) -> &[T];
 
     /// A parallel iterator over `chunk_size` elements at a time; the last chunk may be
@@ -45,8 +89,40 @@ impl<T: Sync> ParallelSlice<T> for [T] {
 }
 
 /// Parallel methods on mutable slices: chunks and sorting.
+///
+/// # Examples
+///
+/// ```
+/// use magpie::prelude::*;
+///
+/// let mut scores = vec![70, 95, 82, 95, 61];
+/// scores.par_sort_unstable_by(|a, b| b.cmp(a));
+/// assert_eq!(scores, [95, 95, 82, 70, 61]);
+/// scores.par_chunks_mut(2).for_each(|pair| pair.reverse());
+/// assert_eq!(scores, [95, 95, 70, 82, 61]);
+/// ```
 pub trait ParallelSliceMut<T: Send> {
     /// The slice itself.
+    ///
+    /// # Examples
+    ///
+    /// Implemented for a type of one's own, it brings the sorts and `par_chunks_mut` along:
+    ///
+    /// ```
+    /// use magpie::iter::slice::ParallelSliceMut;
+    ///
+    /// struct Leaderboard(Vec<(u32, &'static str)>);
+    ///
+    /// impl ParallelSliceMut<(u32, &'static str)> for Leaderboard {
+    ///     fn as_parallel_slice_mut(&mut self) -> &mut [(u32, &'static str)] {
+    ///         &mut self.0
+    ///     }
+    /// }
+    ///
+    /// let mut board = Leaderboard(vec![(7, "kim"), (9, "ana"), (7, "bo")]);
+    /// board.par_sort_by_key(|&(points, _)| std::cmp::Reverse(points));
+    /// assert_eq!(board.0, [(9, "ana"), (7, "kim"), (7, "bo")]); // stable: kim before bo
+    /// ```
     fn as_parallel_slice_mut(&mut self) -> &mut [T];
 
     /// A parallel iterator over `chunk_size` elements at a time, mutably; the last chunk may
@@ -313,6 +389,19 @@ macro_rules! indexed_slice_iterator {
 }
 
 /// A parallel iterator over `&T` in a slice, made by `par_iter()`.
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::slice::Iter;
+/// use magpie::prelude::*;
+///
+/// let v = vec![1, 2, 3];
+/// let iter: Iter<'_, i32> = v.par_iter();
+/// assert_eq!(iter.len(), 3);
+/// assert_eq!(iter.clone().sum::<i32>(), 6);
+/// assert_eq!(iter.max(), Some(&3));
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Debug)]
 pub struct Iter<'a, T> {
@@ -352,6 +441,18 @@ impl<'a, T: Sync> Producer for IterProducer<'a, T> {
 }
 
 /// A parallel iterator over `&mut T` in a slice, made by `par_iter_mut()`.
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::slice::IterMut;
+/// use magpie::prelude::*;
+///
+/// let mut v = vec![1, 2, 3];
+/// let iter: IterMut<'_, i32> = v.par_iter_mut();
+/// iter.for_each(|x| *x *= *x);
+/// assert_eq!(v, [1, 4, 9]);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Debug)]
 pub struct IterMut<'a, T> {
@@ -388,6 +489,19 @@ impl<'a, T: Send> Producer for IterMutProducer<'a, T> {
 }
 
 /// A parallel iterator over the chunks of a slice, made by [`ParallelSlice::par_chunks`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::slice::Chunks;
+/// use magpie::prelude::*;
+///
+/// let bytes = [1u8, 2, 3, 4, 5];
+/// let chunks: Chunks<'_, u8> = bytes.par_chunks(2);
+/// assert_eq!(chunks.len(), 3); // the last chunk is shorter
+/// let lens: Vec<usize> = chunks.map(|c| c.len()).collect();
+/// assert_eq!(lens, [2, 2, 1]);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Debug)]
 pub struct Chunks<'a, T> {
@@ -445,6 +559,18 @@ impl<'a, T: Sync> Producer for ChunksProducer<'a, T> {
 
 /// A parallel iterator over the chunks of a slice, mutably, made by
 /// [`ParallelSliceMut::par_chunks_mut`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::slice::ChunksMut;
+/// use magpie::prelude::*;
+///
+/// let mut rows = vec![0u32; 6];
+/// let chunks: ChunksMut<'_, u32> = rows.par_chunks_mut(3);
+/// chunks.enumerate().for_each(|(i, row)| row[i] = 1);
+/// assert_eq!(rows, [1, 0, 0, 0, 1, 0]);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Debug)]
 pub struct ChunksMut<'a, T> {

@@ -3,6 +3,16 @@
 //! The vector keeps its buffer and forgets its items (its length is set to 0); the items
 //! belong to the producer pieces, each of which drops what it did not hand out, whether it
 //! finished, stopped early, or is unwinding. The buffer is freed when the iteration returns.
+//!
+//! # Examples
+//!
+//! ```
+//! use magpie::prelude::*;
+//!
+//! let names = vec![String::from("ada"), String::from("grace")];
+//! let upper: Vec<String> = names.into_par_iter().map(|n| n.to_uppercase()).collect();
+//! assert_eq!(upper, ["ADA", "GRACE"]);
+//! ```
 
 use std::ptr;
 

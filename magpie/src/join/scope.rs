@@ -14,7 +14,32 @@ use crate::util::unwind::{self, Payload};
 /// A fork-join scope: jobs spawned on it may borrow anything that outlives the call to
 /// [`scope`], which returns only after all of them have finished.
 ///
-/// See [`scope`] for an example.
+/// Made by [`scope`], which lends it to its closure; each spawned job gets it too, to spawn
+/// more. See [`scope`] for more examples.
+///
+/// # Examples
+///
+/// A helper that takes the scope and splits its work into jobs, recursively:
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// use magpie::Scope;
+///
+/// fn sum_into<'s>(s: &Scope<'s>, lo: u64, hi: u64, total: &'s AtomicU64) {
+///     if hi - lo <= 1000 {
+///         total.fetch_add((lo..hi).sum::<u64>(), Ordering::Relaxed);
+///     } else {
+///         let mid = lo + (hi - lo) / 2;
+///         s.spawn(move |s| sum_into(s, lo, mid, total));
+///         s.spawn(move |s| sum_into(s, mid, hi, total));
+///     }
+/// }
+///
+/// let total = AtomicU64::new(0);
+/// magpie::scope(|s| sum_into(s, 0, 10_000, &total));
+/// assert_eq!(total.into_inner(), 49_995_000);
+/// ```
 pub struct Scope<'scope> {
     /// One count for the scope body plus one per unfinished spawn.
     latch: CountLatch,

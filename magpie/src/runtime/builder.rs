@@ -12,6 +12,18 @@ use crate::task::TaskMeta;
 
 /// The most workers one runtime may have (the sleep protocol counts them in 32-bit fields;
 /// this is far beyond any machine's useful thread count).
+///
+/// # Examples
+///
+/// ```
+/// use magpie::{BuildError, Runtime, MAX_WORKERS};
+///
+/// let err = Runtime::builder().worker_threads(MAX_WORKERS + 1).build().unwrap_err();
+/// assert!(matches!(
+///     err,
+///     BuildError::TooManyWorkers { requested } if requested == MAX_WORKERS + 1
+/// ));
+/// ```
 pub const MAX_WORKERS: usize = 1 << 16;
 
 /// The smallest stack [`Builder::stack_size`] accepts, in bytes (64 KiB).
@@ -21,6 +33,19 @@ pub const MAX_WORKERS: usize = 1 << 16;
 /// (`RUST_BACKTRACE=1`) on a 16 or 24 KiB worker stack overflowed it and aborted the process,
 /// at 32 KiB it did not (measured with `magpie/tests/bad_input.rs`'s stack sizes); 64 KiB is
 /// twice that.
+///
+/// # Examples
+///
+/// ```
+/// use magpie::{BuildError, Runtime, MIN_STACK_SIZE};
+///
+/// let small = Runtime::builder().worker_threads(1).stack_size(MIN_STACK_SIZE).build()?;
+/// assert_eq!(small.install(|| 6 * 7), 42);
+///
+/// let err = Runtime::builder().stack_size(MIN_STACK_SIZE - 1).build().unwrap_err();
+/// assert!(matches!(err, BuildError::InvalidStackSize { .. }));
+/// # Ok::<(), BuildError>(())
+/// ```
 pub const MIN_STACK_SIZE: usize = 64 << 10;
 
 /// The largest stack [`Builder::stack_size`] accepts: `isize::MAX` bytes, the most any Rust
@@ -129,12 +154,38 @@ impl Builder {
 
     /// Sets the number of worker threads, instead of one per CPU or `MAGPIE_WORKER_THREADS`
     /// (see [`Builder::new`]). 0 or more than [`MAX_WORKERS`] makes [`Builder::build`] fail.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(3).build()?;
+    /// assert_eq!(rt.num_workers(), 3);
+    ///
+    /// let err = magpie::Runtime::builder().worker_threads(0).build().unwrap_err();
+    /// assert!(matches!(err, magpie::BuildError::ZeroWorkers));
+    /// # Ok::<(), magpie::BuildError>(())
+    /// ```
     pub fn worker_threads(mut self, count: usize) -> Builder {
         self.worker_threads = Some(count);
         self
     }
 
-    /// Names the worker threads `{name}-{index}`.
+    /// Names the worker threads `{name}-{index}` (by default `magpie-worker-{index}`). The
+    /// same name prefixes the blocking pool's threads (`{name}-blocking-{index}`) and the
+    /// stall monitor's (`{name}-monitor`). A name with a NUL byte makes [`Builder::build`]
+    /// fail with [`BuildError::InvalidThreadName`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(1)
+    ///     .thread_name("crunch")
+    ///     .build()?;
+    /// let name = rt.install(|| std::thread::current().name().map(str::to_owned));
+    /// assert_eq!(name.as_deref(), Some("crunch-0"));
+    /// # Ok::<(), magpie::BuildError>(())
+    /// ```
     pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
         self.thread_name = Some(name.into());
         self
@@ -802,6 +853,21 @@ fn stall_threshold_env(value: &str) -> Result<Option<Duration>, BuildError> {
 }
 
 /// Why a runtime could not be built.
+///
+/// Returned by [`Builder::build`] and [`Builder::build_global`]. More variants may come
+/// (the enum is `#[non_exhaustive]`), so a `match` needs a wildcard arm.
+///
+/// # Examples
+///
+/// ```
+/// use magpie::{BuildError, Runtime};
+///
+/// let err = Runtime::builder().worker_threads(4).max_workers(2).build().unwrap_err();
+/// match err {
+///     BuildError::MaxWorkersBelowWorkers { workers, max } => assert_eq!((workers, max), (4, 2)),
+///     other => panic!("unexpected error: {other}"),
+/// }
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum BuildError {

@@ -241,11 +241,35 @@ pub struct ActiveWorkersError {
 
 impl ActiveWorkersError {
     /// The count asked for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let err = rt.set_active_workers(0).unwrap_err();
+    /// assert_eq!(err.requested(), 0);
+    /// ```
     pub fn requested(&self) -> usize {
         self.requested
     }
 
     /// The most workers the runtime has.
+    ///
+    /// # Examples
+    ///
+    /// With [`Builder::max_workers`](crate::Builder::max_workers) the maximum, not the
+    /// starting count, is the limit:
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(2)
+    ///     .max_workers(3)
+    ///     .build()
+    ///     .unwrap();
+    /// let err = rt.set_active_workers(4).unwrap_err();
+    /// assert_eq!(err.max(), 3);
+    /// rt.set_active_workers(3).unwrap();
+    /// ```
     pub fn max(&self) -> usize {
         self.max
     }

@@ -118,7 +118,18 @@ impl fmt::Debug for Runtime {
 static NEXT_ID: StaticAtomicUsize = StaticAtomicUsize::new(0);
 
 impl Runtime {
-    /// A [`Builder`] with the defaults.
+    /// A [`Builder`] with the defaults: the same as [`Builder::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(2)
+    ///     .thread_name("app")
+    ///     .build()?;
+    /// assert_eq!(rt.num_workers(), 2);
+    /// # Ok::<(), magpie::BuildError>(())
+    /// ```
     pub fn builder() -> Builder {
         Builder::new()
     }

@@ -92,7 +92,28 @@ impl StallInfo {
     ///
     /// # Examples
     ///
-    /// See [`StallInfo`].
+    /// A submitted closure that waits for the report of its own stall:
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    ///
+    /// let (tx, rx) = mpsc::channel();
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(2)
+    ///     .stall_threshold(Duration::from_millis(20))
+    ///     .on_stall(move |info| { let _ = tx.send(info.worker()); })
+    ///     .build()
+    ///     .unwrap();
+    /// let (stalled, ran_on) = rt
+    ///     .submit(move || {
+    ///         let stalled = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    ///         (stalled, magpie::current_worker_index().unwrap())
+    ///     })
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(stalled, ran_on);
+    /// ```
     pub fn worker(&self) -> usize {
         self.worker
     }
@@ -101,7 +122,22 @@ impl StallInfo {
     ///
     /// # Examples
     ///
-    /// See [`StallInfo`].
+    /// An [`install`](crate::Runtime::install) closure is a job, so its stall names no task:
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    ///
+    /// let (tx, rx) = mpsc::channel();
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(1)
+    ///     .stall_threshold(Duration::from_millis(20))
+    ///     .on_stall(move |info| { let _ = tx.send(info.task()); })
+    ///     .build()
+    ///     .unwrap();
+    /// let task = rt.install(move || rx.recv_timeout(Duration::from_secs(30)).unwrap());
+    /// assert_eq!(task, None);
+    /// ```
     pub fn task(&self) -> Option<Id> {
         self.task
     }
@@ -111,7 +147,24 @@ impl StallInfo {
     ///
     /// # Examples
     ///
-    /// See [`StallInfo`].
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    ///
+    /// let (tx, rx) = mpsc::channel();
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(1)
+    ///     .stall_threshold(Duration::from_millis(20))
+    ///     .on_stall(move |info| { let _ = tx.send(info.name().map(str::to_owned)); })
+    ///     .build()
+    ///     .unwrap();
+    /// let name = magpie::task::Builder::new()
+    ///     .name("slow-query")
+    ///     .submit_on(move || rx.recv_timeout(Duration::from_secs(30)).unwrap(), &rt)
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(name.as_deref(), Some("slow-query"));
+    /// ```
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }

@@ -15,11 +15,13 @@
 //! `stats()` gives exact totals). The cost, measured against a build with the counters
 //! compiled out (`--cfg magpie_no_stats`), is in BENCHMARKS.md.
 //!
-//! The three counters bumped on every poll (polls, local schedules, LIFO hits) are the
-//! exception: the worker counts them in plain integers on its own stack and adds them to the
-//! shared counters at maintenance (at most every 255 polls), when its local queues run dry,
-//! and before it parks. `magpie/examples/overhead.rs` showed why: on `yield_many`, where a
-//! poll takes about 25 ns, the shared counters' extra instructions cost a measurable share.
+//! Two of the counters bumped on every poll (local schedules, LIFO hits) are the exception:
+//! the worker counts them in plain integers on its own stack and adds them to the shared
+//! counters at maintenance (at most every 255 polls), when its local queues run dry, and
+//! before it parks. `magpie/examples/overhead.rs` showed why: on `yield_many`, where a poll
+//! takes about 25 ns, the shared counters' extra instructions cost a measurable share. The
+//! poll count itself (`tasks_polled`) goes to its shared counter before every poll, since
+//! the stall monitor reads it as the worker's progress (`runtime/monitor.rs`).
 //!
 //! The poll-time histogram needs two clock reads per poll, so, as in tokio, it is off unless
 //! [`Builder::poll_time_histogram`](crate::Builder::poll_time_histogram) turns it on.
@@ -491,6 +493,16 @@ pub struct WorkerStats {
 
 impl WorkerStats {
     /// Jobs and tasks this worker took from other workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// rt.install(|| magpie::join(|| 1, || 2));
+    /// for w in rt.stats().workers {
+    ///     assert_eq!(w.steals(), w.jobs_stolen + w.tasks_stolen);
+    /// }
+    /// ```
     pub fn steals(&self) -> u64 {
         self.jobs_stolen + self.tasks_stolen
     }
@@ -517,8 +529,7 @@ impl WorkerStats {
 
 /// A snapshot of a runtime's statistics.
 ///
-/// Everything tokio's `RuntimeMetrics` reports (stable and unstable) has a counterpart here,
-/// except the I/O driver's counts (magpie has no I/O driver):
+/// Everything tokio's `RuntimeMetrics` reports (stable and unstable) has a counterpart here:
 ///
 /// | tokio `RuntimeMetrics` | magpie |
 /// |---|---|
@@ -540,6 +551,8 @@ impl WorkerStats {
 /// | `worker_mean_poll_time` | [`WorkerStats::mean_task_time_ns`] |
 /// | `worker_thread_id` | [`WorkerStats::thread_id`] (the OS id) |
 /// | `poll_time_histogram_*`, `worker_poll_count_histogram_*` | [`WorkerStats::poll_time_histogram`], [`Stats::poll_time_histogram_bounds_ns`], [`Stats::poll_time_histogram_enabled`] |
+/// | `io_driver_fd_registered_count` − `io_driver_fd_deregistered_count` | [`Stats::io_sources`] (registered now) |
+/// | `io_driver_ready_count` | [`WorkerStats::io_events`] (summed) |
 ///
 /// Beyond tokio: jobs (fork-join) executed and stolen, failed steals, steals inside and across
 /// steal groups, LIFO rescues, inject pulls, the adaptive interval, idle time, utilization,
@@ -626,46 +639,162 @@ pub struct Stats {
 
 impl Stats {
     /// Jobs run by all workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// rt.install(|| magpie::join(|| 1, || 2));
+    /// // The `install` closure and the `join`'s published second half.
+    /// assert_eq!(rt.stats().jobs_executed(), 2);
+    /// ```
     pub fn jobs_executed(&self) -> u64 {
         self.workers.iter().map(|w| w.jobs_executed).sum()
     }
 
     /// Jobs stolen by all workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use magpie::prelude::*;
+    ///
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let sum: u64 = rt.install(|| (0..10_000u64).into_par_iter().sum());
+    /// assert_eq!(sum, 49_995_000);
+    /// let stats = rt.stats();
+    /// // How many of the pieces the other worker stole depends on timing; never more than ran.
+    /// assert!(stats.jobs_stolen() <= stats.jobs_executed());
+    /// ```
     pub fn jobs_stolen(&self) -> u64 {
         self.workers.iter().map(|w| w.jobs_stolen).sum()
     }
 
     /// Times any worker parked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let stats = rt.stats();
+    /// assert_eq!(stats.parks(), stats.workers.iter().map(|w| w.parks).sum::<u64>());
+    /// ```
     pub fn parks(&self) -> u64 {
         self.workers.iter().map(|w| w.parks).sum()
     }
 
     /// Tasks finished on all workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// for i in 0..10 {
+    ///     drop(rt.submit(move || i + 1));
+    /// }
+    /// rt.spawn(async {}).join().unwrap();
+    /// rt.wait_idle(); // every task has finished, and has been counted
+    /// assert_eq!(rt.stats().tasks_executed(), 11);
+    /// ```
     pub fn tasks_executed(&self) -> u64 {
         self.workers.iter().map(|w| w.tasks_executed).sum()
     }
 
     /// Task polls on all workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// rt.spawn(async {
+    ///     magpie::task::yield_now().await; // pending once: polled twice
+    /// })
+    /// .join()
+    /// .unwrap();
+    /// rt.wait_idle();
+    /// let stats = rt.stats();
+    /// assert!(stats.tasks_polled() >= 2);
+    /// assert!(stats.tasks_polled() >= stats.tasks_executed());
+    /// ```
     pub fn tasks_polled(&self) -> u64 {
         self.workers.iter().map(|w| w.tasks_polled).sum()
     }
 
     /// Tasks stolen by all workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// let handles: Vec<_> = (0..100).map(|i| rt.submit(move || i)).collect();
+    /// let sum: i32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    /// assert_eq!(sum, 4950);
+    /// rt.wait_idle();
+    /// let stats = rt.stats();
+    /// // Timing decides how many moved between the two workers; never more than ran.
+    /// assert!(stats.tasks_stolen() <= stats.tasks_executed());
+    /// ```
     pub fn tasks_stolen(&self) -> u64 {
         self.workers.iter().map(|w| w.tasks_stolen).sum()
     }
 
     /// Jobs and tasks stolen by all workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// rt.install(|| magpie::join(|| 1, || 2));
+    /// let stats = rt.stats();
+    /// assert_eq!(stats.steals(), stats.jobs_stolen() + stats.tasks_stolen());
+    /// ```
     pub fn steals(&self) -> u64 {
         self.workers.iter().map(WorkerStats::steals).sum()
     }
 
     /// Tasks spawned, on workers and from outside (tokio's `spawned_tasks_count`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// // One task spawned from this thread, which spawns two more on its worker.
+    /// let outer = rt.spawn(async {
+    ///     let a = magpie::spawn(async { 1 });
+    ///     let b = magpie::spawn(async { 2 });
+    ///     a.await.unwrap() + b.await.unwrap()
+    /// });
+    /// assert_eq!(outer.join().unwrap(), 3);
+    /// let stats = rt.stats();
+    /// assert_eq!(stats.tasks_spawned(), 3);
+    /// assert_eq!(stats.tasks_spawned_remote, 1);
+    /// ```
     pub fn tasks_spawned(&self) -> u64 {
         self.tasks_spawned_remote + self.workers.iter().map(|w| w.tasks_spawned).sum::<u64>()
     }
 
-    /// The poll-time histogram of all workers together.
+    /// The poll-time histogram of all workers together: bucket `i` counts the polls that
+    /// took from [`poll_time_histogram_bounds_ns`](Self::poll_time_histogram_bounds_ns)`[i]`
+    /// up to the next bound. All zero unless
+    /// [`Builder::poll_time_histogram`](crate::Builder::poll_time_histogram) turned it on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(1)
+    ///     .poll_time_histogram(true)
+    ///     .build()
+    ///     .unwrap();
+    /// for i in 0..3 {
+    ///     rt.submit(move || i).join().unwrap(); // one poll each
+    /// }
+    /// rt.install(|| ()); // the one worker is past the last poll's end, where it is counted
+    /// let stats = rt.stats();
+    /// let histogram = stats.poll_time_histogram();
+    /// assert_eq!(histogram.len(), stats.poll_time_histogram_bounds_ns.len());
+    /// assert_eq!(histogram.iter().sum::<u64>(), 3);
+    /// ```
     pub fn poll_time_histogram(&self) -> Vec<u64> {
         let mut total = vec![0; self.poll_time_histogram_bounds_ns.len()];
         for w in &self.workers {
@@ -695,7 +824,16 @@ impl Stats {
         }
     }
 
-    /// The mean utilization over all workers (see [`WorkerStats::utilization`]).
+    /// The mean utilization over all workers (see [`WorkerStats::utilization`]), from 0.0
+    /// to 1.0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(2).build().unwrap();
+    /// rt.install(|| magpie::join(|| 1, || 2));
+    /// assert!((0.0..=1.0).contains(&rt.stats().utilization()));
+    /// ```
     pub fn utilization(&self) -> f64 {
         if self.workers.is_empty() {
             return 0.0;

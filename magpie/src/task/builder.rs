@@ -9,7 +9,8 @@ use crate::task::closure::Closure;
 use crate::Runtime;
 
 /// Spawns a task with options: for now, a name, which [`Runtime::tasks`], the task hooks
-/// ([`TaskMeta::name`](super::TaskMeta::name)) and, later, stall reports show. The shape of
+/// ([`TaskMeta::name`](super::TaskMeta::name)) and stall reports
+/// ([`StallInfo::name`](crate::StallInfo::name)) show. The shape of
 /// tokio's `task::Builder`, except that spawning cannot fail, so the spawn methods return
 /// the [`JoinHandle`] itself.
 ///

@@ -9,8 +9,22 @@ use crate::util::unwind::Payload;
 /// Why a task finished without an output: it was cancelled (aborted, or its runtime shut
 /// down), or it panicked, in which case the error carries the panic's payload.
 ///
-/// The `Err` of a [`JoinHandle`](super::join::JoinHandle)'s output. (Re-exported from the
-/// crate root by the async-task issue.)
+/// The `Err` of a [`JoinHandle`](super::join::JoinHandle)'s output, also reachable as
+/// `magpie::JoinError`. Its `Display` says which of the two happened, with the panic's
+/// message when it was a string.
+///
+/// # Examples
+///
+/// ```
+/// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+/// let err = rt.submit(|| -> u32 { panic!("bad input") }).join().unwrap_err();
+/// assert!(err.is_panic());
+/// assert_eq!(err.to_string(), "task panicked with message \"bad input\"");
+///
+/// let pending = rt.spawn(std::future::pending::<u32>());
+/// pending.abort();
+/// assert_eq!(pending.join().unwrap_err().to_string(), "task was cancelled");
+/// ```
 #[allow(unreachable_pub)] // Re-exported by the async-task issue.
 pub struct JoinError {
     repr: Repr,
@@ -56,11 +70,31 @@ impl JoinError {
 
     /// Whether the task was cancelled: aborted through its `JoinHandle`, or dropped by a
     /// runtime shutting down, before it finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// drop(rt); // shutting down cancels the task
+    /// let err = handle.join().unwrap_err();
+    /// assert!(err.is_cancelled());
+    /// assert!(!err.is_panic());
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self.repr, Repr::Cancelled)
     }
 
     /// Whether the task panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+    /// let err = rt.spawn(async { panic!("lost") }).join().unwrap_err();
+    /// assert!(err.is_panic());
+    /// assert!(!err.is_cancelled());
+    /// ```
     pub fn is_panic(&self) -> bool {
         matches!(self.repr, Repr::Panic(_))
     }
@@ -71,6 +105,16 @@ impl JoinError {
     /// # Panics
     ///
     /// If the task was cancelled rather than panicking; see [`JoinError::try_into_panic`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+    /// let err = rt.submit(|| -> u8 { std::panic::panic_any(42_u32) }).join().unwrap_err();
+    /// let payload = err.into_panic();
+    /// assert_eq!(payload.downcast_ref::<u32>(), Some(&42));
+    /// // Or hand it on to the caller: std::panic::resume_unwind(payload)
+    /// ```
     #[track_caller]
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
         self.try_into_panic()
@@ -78,6 +122,20 @@ impl JoinError {
     }
 
     /// The payload of the task's panic, or the error back if the task was cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+    /// let panicked = rt.submit(|| -> u8 { panic!("oops") }).join().unwrap_err();
+    /// let payload = panicked.try_into_panic().unwrap();
+    /// assert_eq!(payload.downcast_ref::<&str>(), Some(&"oops"));
+    ///
+    /// let aborted = rt.spawn(std::future::pending::<()>());
+    /// aborted.abort();
+    /// let cancelled = aborted.join().unwrap_err();
+    /// assert!(cancelled.try_into_panic().unwrap_err().is_cancelled());
+    /// ```
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
         match self.repr {
             Repr::Panic(SyncPayload(payload)) => Ok(payload),

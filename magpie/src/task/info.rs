@@ -56,7 +56,22 @@ impl<'a> TaskMeta<'a> {
     ///
     /// # Examples
     ///
-    /// See [`TaskMeta`].
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let ended = Arc::new(Mutex::new(Vec::new()));
+    /// let log = ended.clone();
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(1)
+    ///     .on_task_terminate(move |meta| log.lock().unwrap().push(meta.id()))
+    ///     .build()
+    ///     .unwrap();
+    /// let handle = rt.spawn(async {});
+    /// let id = handle.id();
+    /// handle.join().unwrap();
+    /// rt.wait_idle(); // the terminate hook has run
+    /// assert_eq!(*ended.lock().unwrap(), [id]);
+    /// ```
     pub fn id(&self) -> Id {
         self.header.identity.id
     }
@@ -65,7 +80,23 @@ impl<'a> TaskMeta<'a> {
     ///
     /// # Examples
     ///
-    /// See [`TaskMeta`].
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let names = Arc::new(Mutex::new(Vec::new()));
+    /// let log = names.clone();
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(1)
+    ///     .on_task_spawn(move |meta| log.lock().unwrap().push(meta.name().map(str::to_owned)))
+    ///     .build()
+    ///     .unwrap();
+    /// // The spawn hook runs inside the spawn call, so the order is this thread's.
+    /// let named = magpie::task::Builder::new().name("cache-warmer").submit_on(|| (), &rt);
+    /// let unnamed = rt.submit(|| ());
+    /// named.join().unwrap();
+    /// unnamed.join().unwrap();
+    /// assert_eq!(*names.lock().unwrap(), [Some("cache-warmer".to_owned()), None]);
+    /// ```
     pub fn name(&self) -> Option<&'a str> {
         self.header.identity.name()
     }
@@ -75,7 +106,23 @@ impl<'a> TaskMeta<'a> {
     ///
     /// # Examples
     ///
-    /// See [`TaskMeta`].
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let lines = Arc::new(Mutex::new(Vec::new()));
+    /// let log = lines.clone();
+    /// let rt = magpie::Runtime::builder()
+    ///     .worker_threads(1)
+    ///     .on_task_spawn(move |meta| {
+    ///         let location = meta.location();
+    ///         log.lock().unwrap().push((location.file().to_owned(), location.line()));
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let handle = rt.spawn(async {}); let line = line!();
+    /// handle.join().unwrap();
+    /// assert_eq!(*lines.lock().unwrap(), [(file!().to_owned(), line)]);
+    /// ```
     pub fn location(&self) -> &'static Location<'static> {
         self.header.identity.location()
     }
@@ -260,7 +307,19 @@ impl TaskCounters {
     ///
     /// # Examples
     ///
-    /// See [`TaskCounters`].
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).task_insight(true).build().unwrap();
+    /// let (started, wait) = std::sync::mpsc::channel();
+    /// let _task = rt.spawn(async move {
+    ///     started.send(()).unwrap();
+    ///     std::future::pending::<()>().await
+    /// });
+    /// wait.recv().unwrap(); // its first poll has begun...
+    /// rt.install(|| ()); // ...and ended: the one worker runs this job after it
+    /// let counters = rt.tasks()[0].counters.unwrap();
+    /// assert_eq!(counters.polls, 1);
+    /// assert_eq!(counters.busy(), std::time::Duration::from_nanos(counters.busy_ns));
+    /// ```
     pub fn busy(&self) -> Duration {
         Duration::from_nanos(self.busy_ns)
     }
@@ -269,7 +328,23 @@ impl TaskCounters {
     ///
     /// # Examples
     ///
-    /// See [`TaskCounters`].
+    /// ```
+    /// let rt = magpie::Runtime::builder().worker_threads(1).task_insight(true).build().unwrap();
+    /// let (started, wait) = std::sync::mpsc::channel();
+    /// let _task = rt.spawn(async move {
+    ///     for _ in 0..3 {
+    ///         magpie::task::yield_now().await;
+    ///     }
+    ///     started.send(()).unwrap();
+    ///     std::future::pending::<()>().await
+    /// });
+    /// wait.recv().unwrap(); // its fourth poll has begun...
+    /// rt.install(|| ()); // ...and ended: the one worker runs this job after it
+    /// let counters = rt.tasks()[0].counters.unwrap();
+    /// assert_eq!(counters.polls, 4);
+    /// // No poll is longer than the four together.
+    /// assert!(counters.longest_poll() <= counters.busy());
+    /// ```
     pub fn longest_poll(&self) -> Duration {
         Duration::from_nanos(self.longest_poll_ns)
     }

@@ -8,6 +8,25 @@
 //! harness that polls, cancels and completes a task (`harness`), its waker (`waker`), the
 //! scheduler's handle `Notified` and the `Schedule` trait (`notified`), the runtime's list of
 //! live tasks (`owned`) and the cooperative budget (`coop`).
+//!
+//! # Examples
+//!
+//! ```
+//! use magpie::task;
+//!
+//! let rt = magpie::Runtime::builder().worker_threads(2).build()?;
+//! let handle = task::Builder::new().name("greeter").spawn_on(
+//!     async {
+//!         task::yield_now().await; // let the other tasks of this worker run
+//!         task::id()
+//!     },
+//!     &rt,
+//! );
+//! let id = handle.id();
+//! assert_eq!(handle.join()?, id);
+//! assert!(task::try_id().is_none()); // not inside a task here
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub(crate) mod block;
 mod builder;

@@ -31,6 +31,21 @@ pub fn yield_now() -> YieldNow {
 }
 
 /// The future returned by [`yield_now`].
+///
+/// Pending on its first poll (after waking its own task), ready on the next.
+///
+/// # Examples
+///
+/// ```
+/// use std::future::Future;
+/// use std::pin::pin;
+/// use std::task::{Context, Poll, Waker};
+///
+/// let mut cx = Context::from_waker(Waker::noop());
+/// let mut yielded = pin!(magpie::task::yield_now());
+/// assert_eq!(yielded.as_mut().poll(&mut cx), Poll::Pending);
+/// assert_eq!(yielded.as_mut().poll(&mut cx), Poll::Ready(()));
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct YieldNow {
     yielded: bool,

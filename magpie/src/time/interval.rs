@@ -63,6 +63,26 @@ pub fn interval_at(start: Instant, period: Duration) -> Interval {
 ///
 /// Each tick waits on a [`Sleep`](crate::time::Sleep), and is filed, moved at a runtime's
 /// shutdown, and woken as a `Sleep` is.
+///
+/// # Examples
+///
+/// Each tick gives the instant it was scheduled for, `period` after the one before:
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// use magpie::time::{interval_at, Interval};
+///
+/// async fn two_ticks(ticks: &mut Interval) -> [Instant; 2] {
+///     [ticks.tick().await, ticks.tick().await]
+/// }
+///
+/// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+/// let start = Instant::now();
+/// let mut ticks = interval_at(start, Duration::from_millis(2));
+/// let [first, second] = rt.block_on(two_ticks(&mut ticks));
+/// assert_eq!([first, second], [start, start + Duration::from_millis(2)]);
+/// ```
 pub struct Interval {
     period: Duration,
     next: Instant,

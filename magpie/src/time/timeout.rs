@@ -55,6 +55,20 @@ pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
 ///
 /// Its deadline is a [`Sleep`](crate::time::Sleep), filed, moved at a runtime's shutdown,
 /// and woken as a `Sleep` is.
+///
+/// # Examples
+///
+/// A `Timeout` is a future like any other: it can be spawned as a task of its own.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use magpie::time::{timeout, Timeout};
+///
+/// let rt = magpie::Runtime::builder().worker_threads(1).build().unwrap();
+/// let guarded: Timeout<_> = timeout(Duration::from_secs(5), async { 6 * 7 });
+/// assert_eq!(rt.spawn(guarded).join().unwrap(), Ok(42));
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Timeout<F> {
     future: F,

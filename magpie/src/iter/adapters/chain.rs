@@ -7,6 +7,17 @@ use crate::iter::plumbing::{
 use crate::iter::{IndexedParallelIterator, ParallelIterator};
 
 /// The iterator returned by [`ParallelIterator::chain`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::Chain;
+/// use magpie::prelude::*;
+///
+/// let both: Chain<_, _> = (0..3u8).into_par_iter().chain(10..12u8);
+/// assert_eq!(both.len(), 5); // indexed, as both halves are
+/// assert_eq!(both.collect::<Vec<_>>(), [0, 1, 2, 10, 11]);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct Chain<A, B> {

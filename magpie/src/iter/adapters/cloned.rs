@@ -5,6 +5,17 @@ use crate::iter::plumbing::{Consumer, ProducerCallback, UnindexedConsumer};
 use crate::iter::{IndexedParallelIterator, ParallelIterator};
 
 /// The iterator returned by [`ParallelIterator::copied`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::Copied;
+/// use magpie::prelude::*;
+///
+/// let values = [1.5f64, 2.5];
+/// let copied: Copied<_> = values.par_iter().copied();
+/// assert_eq!(copied.sum::<f64>(), 4.0);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct Copied<I> {
@@ -12,6 +23,19 @@ pub struct Copied<I> {
 }
 
 /// The iterator returned by [`ParallelIterator::cloned`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::Cloned;
+/// use magpie::prelude::*;
+///
+/// let tags = vec![String::from("x"), String::from("y")];
+/// let owned: Cloned<_> = tags.par_iter().cloned();
+/// let suffixed: Vec<String> = owned.map(|t| t + "!").collect();
+/// assert_eq!(suffixed, ["x!", "y!"]);
+/// assert_eq!(tags.len(), 2); // still there
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct Cloned<I> {

@@ -4,6 +4,18 @@ use crate::iter::plumbing::{bridge, Consumer, Producer, ProducerCallback, Uninde
 use crate::iter::{IndexedParallelIterator, ParallelIterator};
 
 /// The iterator returned by [`IndexedParallelIterator::enumerate`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::Enumerate;
+/// use magpie::prelude::*;
+///
+/// let letters = ['a', 'b', 'c', 'd'];
+/// let numbered: Enumerate<_> = letters.par_iter().enumerate();
+/// let every_other: Vec<char> = numbered.filter(|(i, _)| i % 2 == 0).map(|(_, &c)| c).collect();
+/// assert_eq!(every_other, ['a', 'c']);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct Enumerate<I> {

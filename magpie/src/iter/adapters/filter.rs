@@ -5,6 +5,17 @@ use crate::iter::plumbing::{Consumer, Folder, UnindexedConsumer};
 use crate::iter::ParallelIterator;
 
 /// The iterator returned by [`ParallelIterator::filter`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::Filter;
+/// use magpie::prelude::*;
+///
+/// let small: Filter<_, _> = (0..100u32).into_par_iter().filter(|&x| x < 10);
+/// assert_eq!(small.opt_len(), None); // not indexed: the count is known only at the end
+/// assert_eq!(small.count(), 10);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct Filter<I, P> {
@@ -38,6 +49,17 @@ where
 }
 
 /// The iterator returned by [`ParallelIterator::filter_map`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::FilterMap;
+/// use magpie::prelude::*;
+///
+/// let inputs = ["4", "four", "2"];
+/// let numbers: FilterMap<_, _> = inputs.par_iter().filter_map(|s| s.parse::<u32>().ok());
+/// assert_eq!(numbers.sum::<u32>(), 6);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct FilterMap<I, F> {

@@ -5,6 +5,19 @@ use crate::iter::plumbing::{Consumer, Folder, Reducer, UnindexedConsumer};
 use crate::iter::{IntoParallelIterator, ParallelIterator};
 
 /// The iterator returned by [`ParallelIterator::flat_map`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::FlatMap;
+/// use magpie::prelude::*;
+///
+/// // Every pair (i, j) with j < i < 4, the inner ranges in parallel too.
+/// let pairs: FlatMap<_, _> = (0..4u32)
+///     .into_par_iter()
+///     .flat_map(|i| (0..i).into_par_iter().map(move |j| (i, j)));
+/// assert_eq!(pairs.count(), 6);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct FlatMap<I, F> {
@@ -38,6 +51,17 @@ where
 }
 
 /// The iterator returned by [`ParallelIterator::flatten`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::Flatten;
+/// use magpie::prelude::*;
+///
+/// let batches = vec![vec![1, 2], vec![], vec![3]];
+/// let items: Flatten<_> = batches.into_par_iter().flatten();
+/// assert_eq!(items.collect::<Vec<i32>>(), [1, 2, 3]);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct Flatten<I> {
@@ -176,6 +200,17 @@ where
 }
 
 /// The iterator returned by [`ParallelIterator::flat_map_iter`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::FlatMapIter;
+/// use magpie::prelude::*;
+///
+/// let lines = ["a b", "c"];
+/// let words: FlatMapIter<_, _> = lines.par_iter().flat_map_iter(|l| l.split(' '));
+/// assert_eq!(words.collect::<Vec<_>>(), ["a", "b", "c"]);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct FlatMapIter<I, F> {
@@ -210,6 +245,17 @@ where
 }
 
 /// The iterator returned by [`ParallelIterator::flatten_iter`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::FlattenIter;
+/// use magpie::prelude::*;
+///
+/// let maybe = vec![Some(1), None, Some(3)];
+/// let present: FlattenIter<_> = maybe.into_par_iter().flatten_iter(); // `Option` iterates too
+/// assert_eq!(present.collect::<Vec<i32>>(), [1, 3]);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct FlattenIter<I> {

@@ -5,6 +5,19 @@ use crate::iter::plumbing::{Consumer, Folder, UnindexedConsumer};
 use crate::iter::ParallelIterator;
 
 /// The iterator returned by [`ParallelIterator::fold`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::Fold;
+/// use magpie::prelude::*;
+///
+/// // One running count per piece; how many pieces there are is the bridge's choice.
+/// let counts: Fold<_, _, _> = (0..1000u32).into_par_iter().fold(|| 0usize, |n, _| n + 1);
+/// let counts: Vec<usize> = counts.collect();
+/// assert!(!counts.is_empty());
+/// assert_eq!(counts.iter().sum::<usize>(), 1000);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `reduce` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct Fold<I, ID, F> {

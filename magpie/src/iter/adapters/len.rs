@@ -6,6 +6,18 @@ use crate::iter::plumbing::{
 use crate::iter::{IndexedParallelIterator, ParallelIterator};
 
 /// The iterator returned by [`IndexedParallelIterator::with_min_len`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::MinLen;
+/// use magpie::prelude::*;
+///
+/// let whole: MinLen<_> = (0..1000u32).into_par_iter().with_min_len(1000);
+/// // Too short to cut in two pieces of 1000: one piece, which `fold` shows.
+/// let pieces: Vec<usize> = whole.fold(|| 0, |n, _| n + 1).collect();
+/// assert_eq!(pieces, [1000]);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct MinLen<I> {
@@ -14,6 +26,18 @@ pub struct MinLen<I> {
 }
 
 /// The iterator returned by [`IndexedParallelIterator::with_max_len`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::MaxLen;
+/// use magpie::prelude::*;
+///
+/// let bounded: MaxLen<_> = (0..1000u32).into_par_iter().with_max_len(100);
+/// let pieces: Vec<usize> = bounded.fold(|| 0, |n, _| n + 1).collect();
+/// assert!(pieces.iter().all(|&n| n <= 100));
+/// assert_eq!(pieces.iter().sum::<usize>(), 1000);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct MaxLen<I> {

@@ -5,6 +5,17 @@ use crate::iter::plumbing::{Consumer, Folder, Producer, ProducerCallback, Uninde
 use crate::iter::{IndexedParallelIterator, ParallelIterator};
 
 /// The iterator returned by [`ParallelIterator::map`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::Map;
+/// use magpie::prelude::*;
+///
+/// let squares: Map<_, _> = (0..4u32).into_par_iter().map(|x| x * x);
+/// assert_eq!(squares.len(), 4); // still indexed
+/// assert_eq!(squares.collect::<Vec<_>>(), [0, 1, 4, 9]);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct Map<I, F> {
@@ -239,6 +250,25 @@ where
 }
 
 /// The iterator returned by [`ParallelIterator::inspect`].
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// use magpie::iter::Inspect;
+/// use magpie::prelude::*;
+///
+/// let negative = AtomicUsize::new(0);
+/// let values = [3, -1, 4, -1, 5];
+/// let watched: Inspect<_, _> = values.par_iter().inspect(|&&x| {
+///     if x < 0 {
+///         negative.fetch_add(1, Ordering::Relaxed);
+///     }
+/// });
+/// assert_eq!(watched.sum::<i32>(), 10);
+/// assert_eq!(negative.into_inner(), 2);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct Inspect<I, F> {

@@ -5,6 +5,19 @@ use crate::iter::plumbing::{bridge, Consumer, Producer, ProducerCallback, Uninde
 use crate::iter::{IndexedParallelIterator, ParallelIterator};
 
 /// The iterator returned by [`IndexedParallelIterator::zip`].
+///
+/// # Examples
+///
+/// ```
+/// use magpie::iter::Zip;
+/// use magpie::prelude::*;
+///
+/// let names = ["ann", "bob", "cy"];
+/// let ages = [31, 27];
+/// let pairs: Zip<_, _> = names.par_iter().zip(&ages);
+/// assert_eq!(pairs.len(), 2); // as long as the shorter side
+/// assert_eq!(pairs.collect::<Vec<_>>(), [(&"ann", &31), (&"bob", &27)]);
+/// ```
 #[must_use = "parallel iterators are lazy: call a consumer such as `for_each` or `collect`"]
 #[derive(Clone, Debug)]
 pub struct Zip<A, B> {

@@ -23,8 +23,44 @@ use crate::iter::IndexedParallelIterator;
 /// [`bridge_producer_consumer`].
 ///
 /// This is how an indexed iterator implements [`drive`](IndexedParallelIterator::drive) and
-/// [`drive_unindexed`](crate::iter::ParallelIterator::drive_unindexed). See the
-/// [module docs](super) for an example.
+/// [`drive_unindexed`](crate::iter::ParallelIterator::drive_unindexed). The
+/// [module docs](super) implement an iterator that way.
+///
+/// # Examples
+///
+/// Driving a range's iterator into a consumer of one's own (`ToVec` collects `u32`s in
+/// order: see [`Consumer`](super::Consumer)):
+///
+/// ```
+/// # use magpie::iter::plumbing::{Consumer, Folder, Reducer, UnindexedConsumer};
+/// # struct ToVec;
+/// # struct VecFolder(Vec<u32>);
+/// # struct Append;
+/// # impl Consumer<u32> for ToVec {
+/// #     type Folder = VecFolder; type Reducer = Append; type Result = Vec<u32>;
+/// #     fn split_at(self, _: usize) -> (Self, Self, Append) { (ToVec, ToVec, Append) }
+/// #     fn into_folder(self) -> VecFolder { VecFolder(Vec::new()) }
+/// #     fn full(&self) -> bool { false }
+/// # }
+/// # impl UnindexedConsumer<u32> for ToVec {
+/// #     fn split_off_left(&self) -> Self { ToVec }
+/// #     fn to_reducer(&self) -> Append { Append }
+/// # }
+/// # impl Folder<u32> for VecFolder {
+/// #     type Result = Vec<u32>;
+/// #     fn consume(mut self, item: u32) -> Self { self.0.push(item); self }
+/// #     fn complete(self) -> Vec<u32> { self.0 }
+/// #     fn full(&self) -> bool { false }
+/// # }
+/// # impl<T> Reducer<Vec<T>> for Append {
+/// #     fn reduce(self, mut l: Vec<T>, mut r: Vec<T>) -> Vec<T> { l.append(&mut r); l }
+/// # }
+/// use magpie::iter::plumbing::bridge;
+/// use magpie::prelude::*;
+///
+/// let squares = bridge((0..5u32).into_par_iter().map(|x| x * x), ToVec);
+/// assert_eq!(squares, [0, 1, 4, 9, 16]);
+/// ```
 pub fn bridge<I, C>(iter: I, consumer: C) -> C::Result
 where
     I: IndexedParallelIterator,
@@ -58,6 +94,59 @@ where
 ///
 /// See the docs of this module (`iter/plumbing/bridge.rs`) and the [plumbing docs](super)
 /// for how.
+///
+/// # Examples
+///
+/// A producer of one's own, without an iterator around it (`ToVec` collects `u32`s in
+/// order: see [`Consumer`](super::Consumer)):
+///
+/// ```
+/// # use magpie::iter::plumbing::{Consumer, Folder, Reducer, UnindexedConsumer};
+/// # struct ToVec;
+/// # struct VecFolder(Vec<u32>);
+/// # struct Append;
+/// # impl Consumer<u32> for ToVec {
+/// #     type Folder = VecFolder; type Reducer = Append; type Result = Vec<u32>;
+/// #     fn split_at(self, _: usize) -> (Self, Self, Append) { (ToVec, ToVec, Append) }
+/// #     fn into_folder(self) -> VecFolder { VecFolder(Vec::new()) }
+/// #     fn full(&self) -> bool { false }
+/// # }
+/// # impl UnindexedConsumer<u32> for ToVec {
+/// #     fn split_off_left(&self) -> Self { ToVec }
+/// #     fn to_reducer(&self) -> Append { Append }
+/// # }
+/// # impl Folder<u32> for VecFolder {
+/// #     type Result = Vec<u32>;
+/// #     fn consume(mut self, item: u32) -> Self { self.0.push(item); self }
+/// #     fn complete(self) -> Vec<u32> { self.0 }
+/// #     fn full(&self) -> bool { false }
+/// # }
+/// # impl<T> Reducer<Vec<T>> for Append {
+/// #     fn reduce(self, mut l: Vec<T>, mut r: Vec<T>) -> Vec<T> { l.append(&mut r); l }
+/// # }
+/// use magpie::iter::plumbing::{bridge_producer_consumer, Producer};
+///
+/// /// The squares of `start..end`.
+/// struct Squares(u32, u32);
+///
+/// impl Producer for Squares {
+///     type Item = u32;
+///     type IntoIter = std::iter::Map<std::ops::Range<u32>, fn(u32) -> u32>;
+///
+///     fn into_iter(self) -> Self::IntoIter {
+///         (self.0..self.1).map(|i| i * i)
+///     }
+///     fn split_at(self, index: usize) -> (Self, Self) {
+///         let mid = self.0 + index as u32;
+///         (Squares(self.0, mid), Squares(mid, self.1))
+///     }
+/// }
+///
+/// let squares = bridge_producer_consumer(1000, Squares(0, 1000), ToVec);
+/// assert_eq!(squares.len(), 1000);
+/// assert_eq!(squares[999], 999 * 999);
+/// assert!(squares.windows(2).all(|w| w[0] < w[1])); // in order
+/// ```
 pub fn bridge_producer_consumer<P, C>(len: usize, producer: P, consumer: C) -> C::Result
 where
     P: Producer,

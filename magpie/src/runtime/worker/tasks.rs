@@ -78,7 +78,7 @@ pub(super) struct TaskState {
     pub(super) ids: Cell<u64>,
 }
 
-/// Adds one to a worker-local count (see `TaskState::polled`).
+/// Adds one to a worker-local count (see `TaskState::local_scheduled`).
 #[inline(always)]
 fn count(cell: &Cell<u64>) {
     if cfg!(not(magpie_no_stats)) {
@@ -384,7 +384,7 @@ impl WorkerThread {
     }
 
     /// Adds the worker-local per-poll counts to the shared counters (see
-    /// `TaskState::polled`).
+    /// `TaskState::local_scheduled`).
     pub(super) fn flush_counters(&self) {
         let state = &self.tasks;
         let counters = &self.counters;
