@@ -308,7 +308,7 @@ fn a_waker_that_owns_a_timer_of_the_same_runtime() {
             let what = format!("{kind:?}, {let_go:?}");
             let rt = runtime(1);
             let mut owned = timer(kind, LONG);
-            assert!(poll_in(&rt, &mut owned, Waker::noop()));
+            assert!(poll_in(&rt, &mut owned, futures::task::noop_waker_ref()));
             let (dropped_tx, dropped_rx) = mpsc::channel();
             let owner = Waker::from(Arc::new(Owner {
                 owned: Mutex::new(Some(owned)),
@@ -324,7 +324,10 @@ fn a_waker_that_owns_a_timer_of_the_same_runtime() {
             drop(owner);
             match let_go {
                 LetGo::Replaced => {
-                    assert!(poll_in(&rt, &mut t, Waker::noop()), "{what}");
+                    assert!(
+                        poll_in(&rt, &mut t, futures::task::noop_waker_ref()),
+                        "{what}"
+                    );
                     dropped_rx.recv().unwrap();
                     drop(t);
                 }
@@ -530,7 +533,7 @@ fn runtimes_dropped_off_the_main_thread_wake_their_timers() {
             .flat_map(|&kind| WAITERS.iter().map(move |&waiter| (kind, waiter)))
             .map(|(kind, waiter)| {
                 let mut t = timer(kind, Duration::from_millis(200));
-                let _ = poll_in(&rt, &mut t, Waker::noop());
+                let _ = poll_in(&rt, &mut t, futures::task::noop_waker_ref());
                 let filed = filed_tx.clone();
                 std::thread::spawn(move || wait_for(waiter, t, filed))
             })

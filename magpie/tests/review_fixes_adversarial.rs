@@ -588,7 +588,7 @@ fn tasks_polled_is_never_below_tasks_executed_after_a_shutdown_by_panic() {
                 let w = &stats.workers[0];
                 if w.tasks_executed > w.tasks_polled {
                     let mut worst = worst.lock().unwrap();
-                    if worst.is_none_or(|(e, p)| e - p < w.tasks_executed - w.tasks_polled) {
+                    if worst.map_or(true, |(e, p)| e - p < w.tasks_executed - w.tasks_polled) {
                         *worst = Some((w.tasks_executed, w.tasks_polled));
                     }
                 }

@@ -288,7 +288,8 @@ fn a_join_handle_polled_after_ready_panics_clearly() {
     let first = rt.block_on(&mut handle).unwrap();
     drop(first);
     let message = common::panic_message(|| {
-        let _ = Pin::new(&mut handle).poll(&mut Context::from_waker(Waker::noop()));
+        let _ =
+            Pin::new(&mut handle).poll(&mut Context::from_waker(futures::task::noop_waker_ref()));
     });
     assert!(message.contains("after it returned"), "{message}");
     drop(handle);

@@ -548,7 +548,7 @@ fn a_waker_that_panics_when_its_timer_fires_strands_no_other_timer() {
     rt.block_on(sleep(Duration::from_millis(1)));
     for (i, mut sleep) in sleeps.into_iter().enumerate() {
         assert!(
-            poll_once(&mut sleep, Waker::noop()).is_ready(),
+            poll_once(&mut sleep, futures::task::noop_waker_ref()).is_ready(),
             "sleep {i} woken before its deadline"
         );
     }
@@ -607,7 +607,7 @@ fn replacing_a_waker_that_owns_a_sleep_does_not_deadlock() {
     );
     let rt = runtime(1);
     let mut owned = Box::pin(sleep(Duration::from_secs(3600)));
-    assert!(poll_in(&rt, &mut owned, Waker::noop()));
+    assert!(poll_in(&rt, &mut owned, futures::task::noop_waker_ref()));
     let owner = Waker::from(std::sync::Arc::new(OwnsASleep(owned)));
     let mut s = Box::pin(sleep(Duration::from_secs(3600)));
     assert!(poll_in(&rt, &mut s, &owner));
@@ -615,7 +615,7 @@ fn replacing_a_waker_that_owns_a_sleep_does_not_deadlock() {
     drop(owner);
     assert_eq!(rt.stats().timers_pending, 2);
     // Re-polled with another waker: the wheel drops `owner`, which drops `owned`.
-    assert!(poll_in(&rt, &mut s, Waker::noop()));
+    assert!(poll_in(&rt, &mut s, futures::task::noop_waker_ref()));
     assert_eq!(
         rt.stats().timers_pending,
         1,

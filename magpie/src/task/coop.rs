@@ -112,11 +112,10 @@ pub(crate) fn unconstrained<R>(f: impl FnOnce() -> R) -> R {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::task::Waker;
 
     #[test]
     fn unconstrained_outside_a_poll() {
-        let mut cx = Context::from_waker(Waker::noop());
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         for _ in 0..1000 {
             match poll_proceed(&mut cx) {
                 Poll::Ready(coop) => coop.made_progress(),
@@ -127,7 +126,7 @@ mod tests {
 
     #[test]
     fn a_poll_gets_exactly_the_budget() {
-        let mut cx = Context::from_waker(Waker::noop());
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         let granted = with_budget(|| {
             let mut granted = 0;
             while let Poll::Ready(coop) = poll_proceed(&mut cx) {
@@ -142,7 +141,7 @@ mod tests {
 
     #[test]
     fn unused_units_are_given_back() {
-        let mut cx = Context::from_waker(Waker::noop());
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         with_budget(|| {
             for _ in 0..1000 {
                 match poll_proceed(&mut cx) {
@@ -155,7 +154,7 @@ mod tests {
 
     #[test]
     fn nested_polls_restore_the_outer_budget() {
-        let mut cx = Context::from_waker(Waker::noop());
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         with_budget(|| {
             let Poll::Ready(coop) = poll_proceed(&mut cx) else {
                 panic!("refused");

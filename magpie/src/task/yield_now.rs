@@ -39,9 +39,9 @@ pub fn yield_now() -> YieldNow {
 /// ```
 /// use std::future::Future;
 /// use std::pin::pin;
-/// use std::task::{Context, Poll, Waker};
+/// use std::task::{Context, Poll};
 ///
-/// let mut cx = Context::from_waker(Waker::noop());
+/// let mut cx = Context::from_waker(futures::task::noop_waker_ref());
 /// let mut yielded = pin!(magpie::task::yield_now());
 /// assert_eq!(yielded.as_mut().poll(&mut cx), Poll::Pending);
 /// assert_eq!(yielded.as_mut().poll(&mut cx), Poll::Ready(()));

@@ -114,10 +114,10 @@ impl Interval {
     /// # Examples
     ///
     /// ```
-    /// use std::task::{Context, Poll, Waker};
+    /// use std::task::{Context, Poll};
     ///
     /// let mut ticks = magpie::time::interval(std::time::Duration::from_secs(60));
-    /// let mut cx = Context::from_waker(Waker::noop());
+    /// let mut cx = Context::from_waker(futures::task::noop_waker_ref());
     /// assert!(ticks.poll_tick(&mut cx).is_ready()); // the first tick is immediate
     /// # drop(ticks);
     /// ```
