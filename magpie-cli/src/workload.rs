@@ -1,10 +1,10 @@
 //! Workloads: a small seeded PRNG, the four task-duration patterns of the task-pool seed, and
 //! the CPU spin that stands in for real work.
 //!
-//! A workload is a list of [`Batch`]es of task durations. Every pattern but `burst` is one
+//! A workload is a list of `Batch`es of task durations. Every pattern but `burst` is one
 //! batch that arrives all at once; `burst` is several batches with a pause after each, which
 //! the submitter of every strategy sits out alike. Durations are drawn before any timing
-//! starts, from [`SplitMix64`] seeded by `--seed`, so the same seed gives the same workload
+//! starts, from `SplitMix64` seeded by `--seed`, so the same seed gives the same workload
 //! for every strategy and every run.
 //!
 //! magpie-bench compiles this file into itself as well (`#[path]` in its

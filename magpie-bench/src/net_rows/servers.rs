@@ -4,9 +4,9 @@
 //!
 //! * an echo server: an accept loop that spawns one task per connection, and each task reads
 //!   into a 4 KiB buffer and writes back what it read until the client hangs up
-//!   ([`echo_connection!`]);
+//!   (`echo_connection!` below);
 //! * an HTTP/1.1 server on hyper 1.x: an accept loop that spawns one task per connection,
-//!   each serving the connection with `hyper::server::conn::http1` ([`serve_http!`]). `GET /`
+//!   each serving the connection with `hyper::server::conn::http1` (`serve_http!` below). `GET /`
 //!   answers `Hello, World!`; `GET /sum` answers the sum of [`SUM_LEN`] `u64`s, computed the
 //!   way each runtime's users would: magpie calls `par_iter().sum()` inside the handler, on
 //!   the same workers; tokio hands the sum to rayon's global pool (`rayon::spawn`) and awaits
