@@ -7,23 +7,13 @@
 # correct and live there: `available_parallelism` is 1, so a default runtime has one worker,
 # and the tests' explicit pools of 2 to 130 workers are oversubscribed.
 #
-# Runs the test binaries that the README's test command (`cargo test --workspace`, in
-# scripts/test.sh) has built, as scripts/symmetric.sh does: about 2 minutes on 2 cores.
-# Arguments go to each test binary.
+# Reruns the test binaries that the README's test command (`cargo test --workspace`, in
+# scripts/test.sh) has built (rerun-tests.sh): about 2 minutes on 2 cores. Arguments go to
+# each test binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v taskset >/dev/null 2>&1; then
     echo "one_cpu.sh: taskset not found (util-linux)" >&2
     exit 1
 fi
-mapfile -t binaries < <(bash scripts/magpie-test-binaries.sh --lib --tests)
-if (( ${#binaries[@]} < 2 )); then
-    echo "one_cpu.sh: found ${#binaries[@]} magpie test binaries, expected the lib's and the integration tests'" >&2
-    exit 1
-fi
-# As `cargo test` runs them: from the package's directory.
-cd magpie
-for binary in "${binaries[@]}"; do
-    echo "--- $(basename "$binary")"
-    taskset -c 0 "$binary" "$@"
-done
+bash scripts/rerun-tests.sh taskset -c 0 -- "$@"
