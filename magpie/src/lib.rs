@@ -1,13 +1,13 @@
 //! magpie: a work-stealing runtime for fork-join parallelism and async tasks, on one pool of
 //! workers.
 //!
-//! One pool of worker threads runs fork-join code ([`join`] two closures, or [`scope`] any
-//! number of jobs that borrow from the stack), async tasks ([`spawn`], [`block_on`],
-//! [`JoinHandle`], [`time`]), and submitted closures ([`Runtime::submit`],
-//! [`Runtime::submit_to`], or without handles [`Runtime::execute`]). An async task may call
-//! `join` directly, and parallel code may spawn futures: both worlds share the workers, the
-//! queues and the statistics. Closures that block go to a separate, bounded pool
-//! ([`spawn_blocking`]). Sockets ([`net`], tokio's API) and descriptors of your own
+//! One pool of worker threads runs fork-join code ([`join`](fn@join) two closures, or
+//! [`scope`] any number of jobs that borrow from the stack), async tasks ([`spawn`],
+//! [`block_on`](fn@block_on), [`JoinHandle`], [`time`]), and submitted closures
+//! ([`Runtime::submit`], [`Runtime::submit_to`], or without handles [`Runtime::execute`]). An
+//! async task may call `join` directly, and parallel code may spawn futures: both worlds
+//! share the workers, the queues and the statistics. Closures that block go to a separate,
+//! bounded pool ([`spawn_blocking`]). Sockets ([`net`], tokio's API) and descriptors of your own
 //! ([`io::AsyncFd`]) wait on an I/O driver that the workers turn themselves; features
 //! `tokio-io` and `futures-io` add the ecosystem's `AsyncRead` and `AsyncWrite` to the
 //! streams.

@@ -50,7 +50,7 @@ pub trait IndexedParallelIterator: ParallelIterator {
     /// # Examples
     ///
     /// (`ToVec` collects `u32`s in order: see
-    /// [`Consumer`](super::plumbing::Consumer).)
+    /// [`Consumer`].)
     ///
     /// ```
     /// # use magpie::iter::plumbing::{Consumer, Folder, Reducer, UnindexedConsumer};

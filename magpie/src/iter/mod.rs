@@ -46,7 +46,7 @@
 //!
 //! # Where it runs
 //!
-//! On the current runtime, as [`join`](crate::join) does: the worker's runtime on a worker
+//! On the current runtime, as [`join`](fn@crate::join) does: the worker's runtime on a worker
 //! (inside `join`, `scope`, `install`, or an async task: a parallel iterator in a task is
 //! fine, and its pieces run as jobs on the same pool), the runtime whose `block_on` runs on
 //! this thread, else the global one. The calling thread waits until every piece is done.

@@ -15,10 +15,10 @@ use super::{FromParallelIterator, IntoParallelIterator};
 ///
 /// The methods mirror [`Iterator`]'s and Rayon's: adapters (`map`, `filter`, `flat_map`,
 /// `chain`, ...) build a description of the work; consumers (`for_each`, `sum`, `collect`,
-/// `find_first`, ...) run it on the current runtime (see [`crate::join`] for which) and
-/// return when every piece is done. Whatever the interleaving, consumers that combine items
-/// do so in the iterator's order, so `collect` preserves it and `reduce` needs only an
-/// associative operation, not a commutative one.
+/// `find_first`, ...) run it on the current runtime (see [`crate::join`](fn@crate::join) for
+/// which) and return when every piece is done. Whatever the interleaving, consumers that
+/// combine items do so in the iterator's order, so `collect` preserves it and `reduce` needs
+/// only an associative operation, not a commutative one.
 ///
 /// # Panics
 ///

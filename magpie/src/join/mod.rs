@@ -1,8 +1,8 @@
-//! Fork-join: [`join`] and [`scope`].
+//! Fork-join: [`join`] and [`scope`](fn@scope).
 //!
 //! How a `join` runs (see ARCHITECTURE.md, "Life of a job", for the whole story):
 //!
-//! 1. `b` becomes a [`StackJob`](job::StackJob) in `join`'s own frame and is pushed on the
+//! 1. `b` becomes a [`StackJob`] in `join`'s own frame and is pushed on the
 //!    bottom of the worker's deque (no allocation, no lock, no hardware fence);
 //! 2. `a` runs right here;
 //! 3. the worker pops its deque: if it gets `b` back, nobody stole it, and `b` runs right

@@ -1,5 +1,5 @@
 //! Networking on magpie's workers: TCP, UDP and Unix domain sockets whose operations are
-//! `async`, for tasks ([`spawn`](crate::spawn)) and [`block_on`](crate::block_on).
+//! `async`, for tasks ([`spawn`](crate::spawn)) and [`block_on`](fn@crate::block_on).
 //!
 //! The names and signatures are tokio's (`tokio::net`), so that code can move between the
 //! two by changing imports: [`TcpListener`], [`TcpStream`] and its halves ([`tcp`]),

@@ -22,10 +22,10 @@ use super::worker::WorkerThread;
 /// While `f` runs, tasks it spawns or wakes, and closures submitted to this worker, also go
 /// to the global queue. `f` runs *here*, on this thread and as this worker: unlike tokio's
 /// `block_in_place`, the worker is not replaced by another thread, so `block_in_place` is
-/// sound anywhere, including inside [`join`](crate::join) and [`scope`](crate::scope),
+/// sound anywhere, including inside [`join`](fn@crate::join) and [`scope`](crate::scope),
 /// whose frames hold borrowed data that must not change thread. A `join` or `scope` inside
 /// `f` runs on this worker as usual (its halves are offered to the others), and `f` may
-/// call [`block_on`](crate::block_on) and [`JoinHandle::join`](crate::JoinHandle::join),
+/// call [`block_on`](fn@crate::block_on) and [`JoinHandle::join`](crate::JoinHandle::join),
 /// which are refused elsewhere on a worker. Calls nest.
 ///
 /// With a single worker, or while every other worker is busy, nobody runs the handed-off

@@ -688,7 +688,7 @@ impl Builder {
         Runtime::start(self)
     }
 
-    /// Builds the global default runtime that the free functions ([`join`](crate::join),
+    /// Builds the global default runtime that the free functions ([`join`](fn@crate::join),
     /// [`scope`](crate::scope)) use outside any worker.
     ///
     /// # Errors

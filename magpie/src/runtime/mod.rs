@@ -404,7 +404,7 @@ impl Runtime {
 
     /// Runs `op` on one of this runtime's workers and returns its result.
     ///
-    /// Inside `op`, [`join`](crate::join) and [`scope`](crate::scope) use this runtime.
+    /// Inside `op`, [`join`](fn@crate::join) and [`scope`](crate::scope) use this runtime.
     /// Called from one of this runtime's own workers, `op` simply runs in place. Called from
     /// a worker of another runtime, that worker keeps running its own runtime's fork-join
     /// jobs until `op` is done (as while waiting in a `join`), so installs may nest across
@@ -435,7 +435,7 @@ impl Runtime {
     /// Spawns `future` as a task on this runtime and returns its [`JoinHandle`].
     ///
     /// The task starts at once on a worker (it does not wait for the handle to be awaited).
-    /// Inside the task, [`spawn`](crate::spawn), [`join`](crate::join) and the timers use
+    /// Inside the task, [`spawn`], [`join`](fn@crate::join) and the timers use
     /// this runtime. On a runtime that is shutting down, the future is dropped at once and
     /// the handle resolves to a cancelled [`JoinError`](crate::task::JoinError).
     ///
@@ -541,7 +541,7 @@ impl Runtime {
     }
 
     /// Runs `future` to completion on the calling thread and returns its output. Tasks it
-    /// spawns with [`spawn`](crate::spawn), and its timers, use this runtime.
+    /// spawns with [`spawn`], and its timers, use this runtime.
     ///
     /// # Panics
     ///
@@ -552,7 +552,7 @@ impl Runtime {
     /// hands the worker's queued tasks to the others). A panic of `future` itself propagates.
     ///
     /// On a runtime built with
-    /// [`UnhandledPanic::ShutdownRuntime`](crate::UnhandledPanic::ShutdownRuntime), once a
+    /// [`UnhandledPanic::ShutdownRuntime`], once a
     /// task's unhandled panic has shut the runtime down, `block_on` stops polling `future`
     /// (dropping it) and resumes that panic's payload on the calling thread
     /// ([`std::panic::resume_unwind`]), as tokio does; only one `block_on` gets the payload,
@@ -632,7 +632,7 @@ impl Runtime {
     /// neither the handle nor its drop costs anything (the task starts as a detached one).
     /// [`wait_idle`](Runtime::wait_idle) waits for it, and the runtime's shutdown drops it
     /// if it has not run. A panic in `f` has nobody to go to: it is an unhandled panic, for
-    /// the runtime's [`UnhandledPanic`](crate::UnhandledPanic) policy.
+    /// the runtime's [`UnhandledPanic`] policy.
     ///
     /// # Examples
     ///
@@ -1098,14 +1098,14 @@ fn blocking_refused(err: &std::io::Error) -> ! {
     panic!("magpie: `spawn_blocking` cannot start a thread, and none is running: {err}")
 }
 
-/// The global default runtime, which the free functions ([`join`](crate::join),
+/// The global default runtime, which the free functions ([`join`](fn@crate::join),
 /// [`scope`](crate::scope)) use on threads outside any worker. Created on first use with the
 /// defaults of [`Builder::new`], unless [`Builder::build_global`] configured it first.
 ///
 /// # Panics
 ///
 /// If the runtime cannot be built (`MAGPIE_WORKER_THREADS` too large, the OS refusing a
-/// thread). [`try_default_runtime`](crate::try_default_runtime) returns the error instead.
+/// thread). [`try_default_runtime`] returns the error instead.
 ///
 /// # Examples
 ///
@@ -1137,7 +1137,7 @@ pub fn current_worker_index() -> Option<usize> {
     unsafe { WorkerThread::current().as_ref() }.map(WorkerThread::index)
 }
 
-/// The number of workers of the runtime that [`join`](crate::join) would use from here: the
+/// The number of workers of the runtime that [`join`](fn@crate::join) would use from here: the
 /// current worker's runtime, else the runtime whose `block_on` runs on this thread, else the
 /// global one. As [`Runtime::num_workers`], compensation workers are not counted, so the
 /// parallel iterators, which split their work by this count, split the same whether the

@@ -56,7 +56,7 @@ impl Bell {
     }
 
     /// The monitor is about to sleep: the first half of its side of the pair. It must then
-    /// load the unparked count and call [`Bell::sleep`] only if it is 0, else [`Bell::awake`].
+    /// load the unparked count and call [`Bell::wait`] only if it is 0, else [`Bell::awake`].
     pub(crate) fn going_to_sleep(&self) {
         // Relaxed: ordered before the caller's load of `state` by the fence below.
         self.asleep.store(true, Relaxed);

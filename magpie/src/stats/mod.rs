@@ -356,7 +356,7 @@ pub struct WorkerStats {
     /// Jobs this worker ran: every unit of work that was queued, that is the second halves of
     /// `join` that were published to a deque (whether stolen or taken back), scope spawns,
     /// and closures passed to `install` from outside the pool. A `join` that runs both halves
-    /// inline (see [`join`](crate::join)) queues nothing and counts nothing.
+    /// inline (see [`join`](fn@crate::join)) queues nothing and counts nothing.
     pub jobs_executed: u64,
     /// Jobs this worker took from another worker's deque.
     pub jobs_stolen: u64,

@@ -1,5 +1,6 @@
-//! Asymmetric memory barriers: a free [`light`] side for hot paths and an expensive [`heavy`]
-//! side for the rare path that must be ordered against them.
+//! Asymmetric memory barriers: a free [`light`](Barrier::light) side for hot paths and an
+//! expensive [`heavy`](Barrier::heavy) side for the rare path that must be ordered against
+//! them.
 //!
 //! Two places in magpie have the store-then-load ("Dekker") shape that normally needs a full
 //! fence on *both* sides:

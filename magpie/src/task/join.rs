@@ -144,7 +144,7 @@ impl<T> JoinHandle<T> {
         }
     }
 
-    /// The task's id: the same as [`task::id()`](crate::task::id) inside it, and as its
+    /// The task's id: the same as [`task::id()`](fn@crate::task::id) inside it, and as its
     /// row in [`Runtime::tasks`](crate::Runtime::tasks).
     ///
     /// # Examples

@@ -1,9 +1,10 @@
 //! Tasks: futures (and submitted closures) that the workers poll, and their handles.
 //!
-//! The public part: [`JoinHandle`], [`JoinError`], [`yield_now`], [`block_in_place`] (which
-//! lives with the worker, in `runtime/`); task identity ([`Id`], [`id`], [`try_id`]), named
-//! spawns ([`Builder`]) and what the runtime tells of its tasks ([`TaskInfo`], [`TaskState`],
-//! [`TaskCounters`], [`TaskMeta`], [`SpawnLocation`]). The rest is the machinery:
+//! The public part: [`JoinHandle`], [`JoinError`], [`yield_now`](fn@yield_now),
+//! [`block_in_place`] (which lives with the worker, in `runtime/`); task identity ([`Id`],
+//! [`id`](fn@id), [`try_id`]), named spawns ([`Builder`]) and what the runtime tells of its
+//! tasks ([`TaskInfo`], [`TaskState`], [`TaskCounters`], [`TaskMeta`], [`SpawnLocation`]).
+//! The rest is the machinery:
 //! the state word (`state`), the one allocation and its type-erased pointer (`raw`), the
 //! harness that polls, cancels and completes a task (`harness`), its waker (`waker`), the
 //! scheduler's handle `Notified` and the `Schedule` trait (`notified`), the runtime's list of

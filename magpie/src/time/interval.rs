@@ -61,7 +61,7 @@ pub fn interval_at(start: Instant, period: Duration) -> Interval {
 
 /// The timer returned by [`interval`].
 ///
-/// Each tick waits on a [`Sleep`](crate::time::Sleep), and is filed, moved at a runtime's
+/// Each tick waits on a [`Sleep`], and is filed, moved at a runtime's
 /// shutdown, and woken as a `Sleep` is.
 ///
 /// # Examples

@@ -1,4 +1,5 @@
-//! Timers: [`sleep`], [`sleep_until`], [`timeout`], [`interval`].
+//! Timers: [`sleep`](fn@sleep), [`sleep_until`], [`timeout`](fn@timeout),
+//! [`interval`](fn@interval).
 //!
 //! Each runtime files its timers in a hierarchical timer wheel (`wheel`: 6 levels × 64
 //! slots, 1 ms resolution, O(1) insert and cancel). There is no timer thread: the worker that

@@ -53,7 +53,7 @@ pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
 
 /// The future returned by [`timeout`] and [`timeout_at`].
 ///
-/// Its deadline is a [`Sleep`](crate::time::Sleep), filed, moved at a runtime's shutdown,
+/// Its deadline is a [`Sleep`], filed, moved at a runtime's shutdown,
 /// and woken as a `Sleep` is.
 ///
 /// # Examples

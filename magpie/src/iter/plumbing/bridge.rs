@@ -29,7 +29,7 @@ use crate::iter::IndexedParallelIterator;
 /// # Examples
 ///
 /// Driving a range's iterator into a consumer of one's own (`ToVec` collects `u32`s in
-/// order: see [`Consumer`](super::Consumer)):
+/// order: see [`Consumer`]):
 ///
 /// ```
 /// # use magpie::iter::plumbing::{Consumer, Folder, Reducer, UnindexedConsumer};
@@ -98,7 +98,7 @@ where
 /// # Examples
 ///
 /// A producer of one's own, without an iterator around it (`ToVec` collects `u32`s in
-/// order: see [`Consumer`](super::Consumer)):
+/// order: see [`Consumer`]):
 ///
 /// ```
 /// # use magpie::iter::plumbing::{Consumer, Folder, Reducer, UnindexedConsumer};
@@ -189,7 +189,7 @@ where
     reducer.reduce(left, right)
 }
 
-/// [`join`](crate::join), telling each half whether it runs on another worker than the one
+/// [`join`](fn@crate::join), telling each half whether it runs on another worker than the one
 /// that called: `true` for a stolen half, and for both halves of a call from outside the pool.
 fn join_migrated<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where

@@ -13,7 +13,7 @@
 //!   whose count is not known in advance (after `filter`, inside `flat_map`).
 //! * A [`Folder`] is one consumer's sequential state: it takes items one by one and finally
 //!   gives its result.
-//! * [`bridge_producer_consumer`] splits both sides with [`join`](crate::join) until each
+//! * [`bridge_producer_consumer`] splits both sides with [`join`](fn@crate::join) until each
 //!   piece is small enough, folds each piece with its folder, and reduces the results in
 //!   order, left with right.
 //!
@@ -853,8 +853,8 @@ pub trait ProducerCallback<Item> {
     ///
     /// # Examples
     ///
-    /// What [`bridge`] does: the length and the consumer travel in the callback, to meet the
-    /// producer (`ToVec` collects `u32`s in order: see [`Consumer`]).
+    /// What [`bridge`](fn@bridge) does: the length and the consumer travel in the callback, to
+    /// meet the producer (`ToVec` collects `u32`s in order: see [`Consumer`]).
     ///
     /// ```
     /// # use magpie::iter::plumbing::{Consumer, Folder, Reducer, UnindexedConsumer};

@@ -11,7 +11,7 @@
 //!    (clamp(1 ms / mean, 8, 255), the seed's rule), due timers fire, and the mailbox and the
 //!    inject queue are looked at *first*, so tasks from outside wait about 1 ms at most even
 //!    while the local queues never run dry;
-//! 3. the LIFO slot (at most [`MAX_LIFO_POLLS`] in a row), then the ring, FIFO; then the
+//! 3. the LIFO slot (at most `tasks::MAX_LIFO_POLLS` in a row), then the ring, FIFO; then the
 //!    mailbox and the inject queue (a batch: this worker's share, into the ring);
 //! 4. a steal from a random victim (FastRand + Lemire), trying every other worker once
 //!    starting there: the oldest job of its deque, else half of its ring (at most 128), else

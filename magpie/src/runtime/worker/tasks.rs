@@ -141,9 +141,10 @@ impl WorkerThread {
     /// **The stranded LIFO task** (tokio#4941). If the task that filled the slot keeps
     /// running for a long time, the slot's task waits for it, while other workers may be
     /// idle; tokio's slot cannot be stolen and the task waits indefinitely. Here the slot is
-    /// an atomic that thieves may empty (after [`LIFO_STEAL_ROUND`] rounds of searching, and
-    /// only once the owner has begun no poll for a while, so that an owner about to run it
-    /// is not robbed). Filling an empty slot notifies through `notify_lifo`: it wakes a
+    /// an atomic that thieves may empty (after
+    /// [`LIFO_STEAL_ROUND`](super::idle::LIFO_STEAL_ROUND) rounds of searching, and only once
+    /// the owner has begun no poll for a while, so that an owner about to run it is not
+    /// robbed). Filling an empty slot notifies through `notify_lifo`: it wakes a
     /// worker as any push does, unless a parked worker watches the slots (R7 in
     /// `sleep/README.md`), which then takes a stranded task at its next look.
     ///
