@@ -10,7 +10,7 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 
 fn magpie() -> Command {
-    let mut cmd = Command::cargo_bin("magpie").expect("the magpie binary");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_magpie"));
     cmd.env("MAGPIE_WORKER_THREADS", "2");
     cmd
 }

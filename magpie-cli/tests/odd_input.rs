@@ -16,7 +16,7 @@ use predicates::prelude::*;
 const LIMIT: Duration = Duration::from_secs(60);
 
 fn magpie() -> Command {
-    let mut cmd = Command::cargo_bin("magpie").expect("the magpie binary");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_magpie"));
     cmd.env("MAGPIE_WORKER_THREADS", "2")
         .env_remove("MAGPIE_BARRIER")
         .env_remove("MAGPIE_STALL_THRESHOLD_MS")
@@ -27,7 +27,7 @@ fn magpie() -> Command {
 
 /// `magpie` as a plain `std` command, for redirections `assert_cmd` does not offer.
 fn raw() -> std::process::Command {
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("magpie"));
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_magpie"));
     cmd.env("MAGPIE_WORKER_THREADS", "2")
         .env_remove("MAGPIE_BARRIER")
         .env_remove("MAGPIE_STALL_THRESHOLD_MS")
