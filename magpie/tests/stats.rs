@@ -305,10 +305,11 @@ fn stats_round_trip_through_json() {
 /// dozen batches of at most 64 unlinks. A shard chosen per task by address would take about
 /// 40 locks a batch here. (The measurement builds shard by address, or count nothing.)
 ///
-/// The other 15 are never switched on (`max_workers`): switched off by `set_active_workers`
-/// after the start instead, one still inside its first search took a share of the batch and
-/// ran it while the handles were alive, each task then unlinked on its own (a CI failure,
-/// 1,021 locks, on a loaded machine).
+/// The other 15 are never switched on (`max_workers`). Switched off by `set_active_workers`
+/// after the start instead, one still in the search it began before the switch could take
+/// the gate, and worker 0 then ran the batch while it was being queued, a task at a time
+/// with its handle alive, each unlinked on its own (a CI failure on a loaded machine: 1,021
+/// locks).
 #[test]
 #[cfg(not(any(magpie_no_insight, magpie_no_stats)))]
 fn detached_closures_leave_the_live_list_a_lock_per_shard_per_batch() {
