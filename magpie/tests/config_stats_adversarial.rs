@@ -320,13 +320,16 @@ fn tiny_trace_rings_overflow_and_export_while_workers_run() {
         let stop = Arc::new(AtomicBool::new(false));
         let load = std::thread::spawn({
             let (rt, stop) = (rt.clone(), stop.clone());
-            move || {
-                while !stop.load(Relaxed) {
-                    let hs: Vec<_> = (0..20).map(|i| rt.submit(move || i)).collect();
-                    for h in hs {
-                        h.join().unwrap();
-                    }
-                    rt.install(|| common::fib(8));
+            // At least one round, stop or not: on a loaded machine the exports below could
+            // all end before this thread first ran, and nothing would have overflowed.
+            move || loop {
+                let hs: Vec<_> = (0..20).map(|i| rt.submit(move || i)).collect();
+                for h in hs {
+                    h.join().unwrap();
+                }
+                rt.install(|| common::fib(8));
+                if stop.load(Relaxed) {
+                    break;
                 }
             }
         });
@@ -347,6 +350,9 @@ fn tiny_trace_rings_overflow_and_export_while_workers_run() {
         }
         stop.store(true, Relaxed);
         load.join().unwrap();
+        // Exported once the load is done, so that its events (20 tasks and a fork-join a
+        // round, far more than two rings of at most 4) are behind it.
+        rt.trace_export(&path).unwrap();
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert!(json["otherData"]["events_lost"].as_u64().unwrap() > 0);
