@@ -4,7 +4,8 @@
 # given (`--lib --tests`, `--test NAME`). Asks the workspace build rather than `-p magpie`:
 # selecting one package unifies the dependencies' features differently (magpie-cli turns on
 # magpie's `serde`, magpie-bench its `tokio-io` and `futures/thread-pool`), and cargo would
-# rebuild magpie and its tests for the caller. Used by rerun-tests.sh (for symmetric.sh and one_cpu.sh) and valgrind.sh.
+# rebuild magpie and its tests for the caller. Used by rerun-tests.sh (for symmetric.sh,
+# one_cpu.sh and flake-hunt.sh) and valgrind.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace "$@" --no-run --message-format=json 2>/dev/null \
