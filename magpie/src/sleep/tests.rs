@@ -79,6 +79,68 @@ fn searchers_are_capped_at_half_the_workers() {
 }
 
 #[test]
+fn backlog_wakes_at_least_where_r1_wakes() {
+    // R1b only adds wakes: in every state where R1 wakes, R1b does too, so a publisher
+    // that takes R1b's path loses none of R1's wakeups. It adds them exactly where R4
+    // would admit one more searcher.
+    for n in 1..=130 {
+        let sleep = Sleep::new(n);
+        for unparked in 0..=n {
+            for searching in 0..=unparked {
+                let state =
+                    IdleState(unparked as u64 * UNPARKED_ONE + searching as u64 * SEARCHING_ONE);
+                let r1 = sleep.wake_wanted(state);
+                let r1b = sleep.backlog_wake_wanted(state);
+                assert!(
+                    !r1 || r1b,
+                    "{n} workers, {unparked} unparked, {searching} searching"
+                );
+                assert_eq!(
+                    r1b,
+                    unparked < n && 2 * searching < n,
+                    "{n}, {unparked}, {searching}"
+                );
+                if n <= 2 {
+                    // At 2 workers at most one searches: the rules agree.
+                    assert_eq!(
+                        r1, r1b,
+                        "{n} workers, {unparked} unparked, {searching} searching"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn backlog_wakes_one_more_while_fewer_than_half_search() {
+    let sleep = Sleep::new(4);
+    // Workers 2 and 3 parked; worker 1 searches; worker 0 publishes.
+    assert!(!sleep.register_parked(2, false));
+    assert!(!sleep.register_parked(3, false));
+    assert!(sleep.try_start_searching());
+    assert_eq!(counts(&sleep), (2, 1));
+    // Without a backlog the searcher is enough (R1): nobody is woken.
+    sleep.notify_job(false);
+    assert_eq!(counts(&sleep), (2, 1));
+    // With one, a parked worker is woken, as a searcher (R1b).
+    sleep.notify_job(true);
+    assert_eq!(counts(&sleep), (3, 2));
+    // Now half the workers search: R4's cap, so no further wake.
+    sleep.notify_job(true);
+    assert_eq!(counts(&sleep), (3, 2));
+    // Exactly one of the two parked workers was claimed: it wakes as a searcher, the
+    // other settles its own registration.
+    let wakes: Vec<Wake> = [2, 3].map(|w| sleep.park(w, BRIEFLY)).into();
+    assert_eq!(
+        wakes.iter().filter(|&&w| w == Wake::Searching).count(),
+        1,
+        "{wakes:?}"
+    );
+    assert_eq!(counts(&sleep), (4, 2));
+}
+
+#[test]
 fn stop_searching_reports_the_last_searcher() {
     let sleep = Sleep::new(4);
     assert!(sleep.try_start_searching());

@@ -309,11 +309,15 @@ impl WorkerThread {
         self.deque.len() < STEAL_RESERVE
     }
 
-    /// Pushes a job onto this worker's deque and wakes a sleeper if nobody is searching.
+    /// Pushes a job onto this worker's deque and wakes a sleeper if nobody is searching
+    /// (R1), or if an older job of the deque is still there and fewer than about half the
+    /// workers search (R1b; sleep/README.md).
     #[inline]
     pub(crate) fn push(&self, job: JobRef) {
+        // Before the push: whether the searchers, if any, left a job of ours untaken.
+        let backlog = !self.deque.is_empty();
         self.deque.push(job.as_ptr());
-        self.registry.sleep.notify_work();
+        self.registry.sleep.notify_job(backlog);
     }
 
     /// Pops the newest job of this worker's deque.
