@@ -816,7 +816,7 @@ fn default_worker_threads() -> Result<usize, BuildError> {
 
 /// One worker per CPU this thread may use: `std`'s count honours the affinity mask and (on
 /// Linux) the cgroup CPU quota (see [`Builder::new`]); 1 if it cannot tell.
-fn available_parallelism() -> usize {
+pub(crate) fn available_parallelism() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

@@ -238,6 +238,7 @@ impl Registry {
             .stall
             .map(|(threshold, hook)| super::monitor::Monitor::new(threshold, hook, traced));
         let mut sleep = Sleep::with_driver(n, driver_unpark, options.barrier);
+        sleep.set_cpus(super::builder::available_parallelism());
         if let Some(monitor) = &monitor {
             sleep.set_bell(monitor.bell.clone());
         }

@@ -86,6 +86,8 @@ pub(crate) struct Sleep {
     /// watches the busy workers' LIFO slots, so that a fill of an empty slot need not wake
     /// anyone. Set by the watcher with a CAS from 0, cleared by it alone.
     watcher: CachePadded<AtomicUsize>,
+    /// The CPUs the process may run on (`set_cpus`): R1b keeps no more workers awake.
+    cpus: usize,
 }
 
 impl std::fmt::Debug for Sleep {
@@ -132,7 +134,15 @@ impl Sleep {
             barrier,
             bell: None,
             watcher: CachePadded::new(AtomicUsize::new(0)),
+            cpus: num_workers,
         }
+    }
+
+    /// Tells the coordinator how many CPUs the process may run on (before any worker
+    /// starts): R1b wakes nobody while that many workers are awake. Without it, R1b counts
+    /// one CPU per worker.
+    pub(crate) fn set_cpus(&mut self, cpus: usize) {
+        self.cpus = cpus.max(1);
     }
 
     /// Gives the coordinator the stall monitor's bell (before any worker starts).
@@ -271,8 +281,8 @@ impl Sleep {
     /// [`Sleep::notify_work`] for a job that a worker pushed onto its own deque, `backlog`
     /// saying whether the deque already held one (R1b). With a backlog, one parked worker is
     /// woken even while others search, as long as fewer than about half the workers search
-    /// (R4's cap): the searchers left the older job where it was, so they are too few or too
-    /// late for this one. A fork-join computation that enters a parked pool then reaches its
+    /// (R4's cap) and fewer workers are awake than the process has CPUs: the searchers left
+    /// the older job where it was, so they are too few or too late for this one. A fork-join computation that enters a parked pool then reaches its
     /// workers in a few wake latencies, each woken thief publishing in turn, instead of the
     /// one latency per worker of R1 and R3 alone (the last searcher wakes the next). At 2
     /// workers the two conditions are the same.
@@ -303,11 +313,19 @@ impl Sleep {
         wanted && self.wake_any_cold()
     }
 
-    /// R1b's condition on a loaded `state`: somebody is parked, and another searcher would
-    /// be admitted by R4 (fewer than about half the workers search). Implied by R1's.
+    /// R1b's condition on a loaded `state`: R1's, or else somebody is parked, another
+    /// searcher would be admitted by R4 (fewer than about half the workers search), and
+    /// fewer workers are awake than there are CPUs. Every wake R1 makes, R1b makes too.
+    ///
+    /// The CPU bound: on 2 CPUs, 8 workers woke up to 8 for a `position_first` whose match
+    /// came early, and the worker with the answer then waited for a CPU behind them (0.14 →
+    /// 5.7 ms at 8 workers, BENCHMARKS.md, "twelfth"). With as many workers awake as CPUs, an
+    /// extra wake only takes a CPU from a worker that has work.
     #[inline]
     fn backlog_wake_wanted(&self, state: IdleState) -> bool {
-        2 * state.searching() < self.num_workers && state.unparked() < self.num_workers
+        self.wake_wanted(state)
+            || (2 * state.searching() < self.num_workers
+                && state.unparked() < self.num_workers.min(self.cpus))
     }
 
     /// [`Sleep::notify_work`] for a publisher that is not a running worker of this runtime

@@ -81,31 +81,29 @@ fn searchers_are_capped_at_half_the_workers() {
 #[test]
 fn backlog_wakes_at_least_where_r1_wakes() {
     // R1b only adds wakes: in every state where R1 wakes, R1b does too, so a publisher
-    // that takes R1b's path loses none of R1's wakeups. It adds them exactly where R4
-    // would admit one more searcher.
+    // that takes R1b's path loses none of R1's wakeups. It adds them where R4 would admit
+    // one more searcher and a CPU has no worker awake.
     for n in 1..=130 {
-        let sleep = Sleep::new(n);
-        for unparked in 0..=n {
-            for searching in 0..=unparked {
-                let state =
-                    IdleState(unparked as u64 * UNPARKED_ONE + searching as u64 * SEARCHING_ONE);
-                let r1 = sleep.wake_wanted(state);
-                let r1b = sleep.backlog_wake_wanted(state);
-                assert!(
-                    !r1 || r1b,
-                    "{n} workers, {unparked} unparked, {searching} searching"
-                );
-                assert_eq!(
-                    r1b,
-                    unparked < n && 2 * searching < n,
-                    "{n}, {unparked}, {searching}"
-                );
-                if n <= 2 {
-                    // At 2 workers at most one searches: the rules agree.
-                    assert_eq!(
-                        r1, r1b,
-                        "{n} workers, {unparked} unparked, {searching} searching"
+        for cpus in [1, 2, n, 2 * n] {
+            let mut sleep = Sleep::new(n);
+            sleep.set_cpus(cpus);
+            for unparked in 0..=n {
+                for searching in 0..=unparked {
+                    let state = IdleState(
+                        unparked as u64 * UNPARKED_ONE + searching as u64 * SEARCHING_ONE,
                     );
+                    let r1 = sleep.wake_wanted(state);
+                    let r1b = sleep.backlog_wake_wanted(state);
+                    let at = format!(
+                        "{n} workers, {cpus} CPUs, {unparked} unparked, {searching} searching"
+                    );
+                    assert!(!r1 || r1b, "{at}");
+                    let extra = unparked < n.min(cpus) && 2 * searching < n;
+                    assert_eq!(r1b, r1 || extra, "{at}");
+                    if n <= 2 {
+                        // At 2 workers at most one searches: the rules agree.
+                        assert_eq!(r1, r1b, "{at}");
+                    }
                 }
             }
         }
@@ -138,6 +136,32 @@ fn backlog_wakes_one_more_while_fewer_than_half_search() {
         "{wakes:?}"
     );
     assert_eq!(counts(&sleep), (4, 2));
+}
+
+#[test]
+fn backlog_wakes_nobody_while_every_cpu_has_a_worker_awake() {
+    // 8 workers on 3 CPUs: one searches, another publishes, the other 6 are parked.
+    let mut sleep = Sleep::new(8);
+    sleep.set_cpus(3);
+    for worker in 2..8 {
+        assert!(!sleep.register_parked(worker, false));
+    }
+    assert!(sleep.try_start_searching());
+    assert_eq!(counts(&sleep), (2, 1));
+    // A CPU is free: the backlog wakes a worker for it, as a searcher.
+    sleep.notify_job(true);
+    assert_eq!(counts(&sleep), (3, 2));
+    // Three awake on three CPUs: a fourth would only take a CPU from one of them, though
+    // R4 would still admit another searcher.
+    sleep.notify_job(true);
+    assert_eq!(counts(&sleep), (3, 2));
+    let wakes: Vec<Wake> = (2..8).map(|w| sleep.park(w, BRIEFLY)).collect();
+    assert_eq!(
+        wakes.iter().filter(|&&w| w == Wake::Searching).count(),
+        1,
+        "{wakes:?}"
+    );
+    assert_eq!(counts(&sleep), (8, 2));
 }
 
 #[test]
