@@ -287,10 +287,10 @@ impl Sleep {
     /// one latency per worker of R1 and R3 alone (the last searcher wakes the next). At 2
     /// workers the two conditions are the same.
     ///
-    /// Why: on the 16-CPU machine (BENCHMARKS.md, "twelfth"), short parallel operations at
-    /// 16 workers took 30–45% less time with it (`par_sort_unstable` of sorted input,
-    /// `position_first` with a match halfway), and a full `any` scan went from 1.40–1.42 to
-    /// 1.08–1.21 × rayon's time; rayon wakes a sleeper on every push onto a non-empty deque,
+    /// Why: on the 16-CPU machine (BENCHMARKS.md, "twelfth"), parallel operations of about a
+    /// millisecond at 16 workers took 30–50% less time with it in three of four runs
+    /// (`par_sort_unstable` of sorted input, `position_first` with a match halfway), and a
+    /// full `any` scan went from 1.40–1.42 to 1.08–1.25 × rayon's time; rayon wakes a sleeper on every push onto a non-empty deque,
     /// with no cap. The wake is extra to R1's, never instead of one, and follows the same
     /// barrier: no wakeup R1 makes is lost (`backlog_wakes_at_least_where_r1_wakes`).
     #[inline]
