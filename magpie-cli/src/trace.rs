@@ -1,7 +1,8 @@
 //! `magpie trace`: records a traced run and draws it as a per-worker timeline.
 //!
-//! Runs a workload pattern (or, with `--demo`, the demo's heavy-on-worker-0 scenario, or with
-//! `--stall`, `magpie demo --stall`'s 2-second stall) on a fresh runtime built with tracing
+//! Runs a workload pattern (or, with `--demo`, the demo's heavy-on-worker-0 scenario, with
+//! `--stall`, `magpie demo --stall`'s 2-second stall, or with `--iter`, one parallel-iterator
+//! operation started on a parked pool) on a fresh runtime built with tracing
 //! on, exports the events as `DIR/trace.json` (Chrome trace format: open it in Perfetto or
 //! `chrome://tracing`), reads the file back, and draws
 //! `DIR/timeline.svg` (see [`crate::timeline`]). With `--input FILE` it draws an existing
@@ -43,8 +44,21 @@ pub(crate) struct TraceArgs {
     /// queued behind it while the other workers are busy; the stall is drawn in red.
     #[arg(long, conflicts_with_all = ["pattern", "demo", "tasks"])]
     stall: bool,
+    /// Record one parallel-iterator operation instead, started after a 3 ms pause that lets
+    /// every worker park (as `magpie-bench` measures it): how the computation reaches the
+    /// workers, how its pieces spread, and where workers wait.
+    #[arg(long, value_enum, conflicts_with_all = ["pattern", "demo", "stall", "tasks"])]
+    iter: Option<IterOp>,
+    /// Items of the `--iter` input (pseudo-random `u64`s, 8 bytes each).
+    #[arg(
+        long,
+        default_value_t = 10_000_000,
+        requires = "iter",
+        value_parser = clap::value_parser!(u64).range(1..=1_000_000_000)
+    )]
+    len: u64,
     /// Draw this existing trace instead of recording one (trace.json is then not written).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "pattern", "stall"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "pattern", "stall", "iter"])]
     input: Option<PathBuf>,
     /// Width of the timeline's plot area, in pixels (one pixel column per time slice).
     #[arg(long, default_value_t = 1600, value_parser = clap::value_parser!(u64).range(100..=20_000))]
@@ -189,11 +203,110 @@ fn traced_workers(common: &CommonArgs) -> Result<usize, Failure> {
     Ok(workers)
 }
 
+/// The operations `--iter` records: rows of `magpie-bench iter`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum IterOp {
+    /// `par_iter().sum()`
+    Sum,
+    /// `par_iter().min_by_key(..)`
+    MinByKey,
+    /// `par_iter().any(..)` with no match: a full scan
+    Any,
+    /// `par_sort_unstable()`
+    SortUnstable,
+}
+
+impl IterOp {
+    fn describe(self) -> &'static str {
+        match self {
+            IterOp::Sum => "par_iter().sum()",
+            IterOp::MinByKey => "par_iter().min_by_key(..)",
+            IterOp::Any => "par_iter().any(..), no match",
+            IterOp::SortUnstable => "par_sort_unstable()",
+        }
+    }
+
+    /// Runs the operation on `data` in the current pool; returns what it computed (a
+    /// sort's outcome is `data` itself).
+    fn run(self, data: &mut [u64]) -> Option<u64> {
+        use magpie::prelude::*;
+        match self {
+            IterOp::Sum => Some(data.par_iter().map(|&x| small(x)).sum::<u64>()),
+            IterOp::MinByKey => data.par_iter().min_by_key(|&&x| key(x)).map(|&x| key(x)),
+            IterOp::Any => Some(u64::from(data.par_iter().any(|&x| x == u64::MAX))),
+            IterOp::SortUnstable => {
+                data.par_sort_unstable();
+                None
+            }
+        }
+    }
+
+    /// Checks `got`, the outcome of [`IterOp::run`] on `data`, sequentially (outside the
+    /// pool, after the trace's run): a trace of a wrong answer would mislead.
+    fn check(self, data: &[u64], got: Option<u64>) -> Result<(), String> {
+        let ok = match self {
+            IterOp::Sum => got == Some(data.iter().map(|&x| small(x)).sum::<u64>()),
+            IterOp::MinByKey => got == data.iter().map(|&x| key(x)).min(),
+            IterOp::Any => got == Some(0),
+            IterOp::SortUnstable => data.windows(2).all(|w| w[0] <= w[1]),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("{}: wrong result", self.describe()))
+        }
+    }
+}
+
+/// The items `--iter sum` adds: below 2^31 each, so that no sum of up to 10^9 overflows.
+fn small(x: u64) -> u64 {
+    x >> 32
+}
+
+/// The key `--iter min-by-key` compares.
+fn key(x: u64) -> u64 {
+    x % 1_000_003
+}
+
+/// `--iter`: one operation on a parked pool, traced.
+fn record_iter(args: &TraceArgs, op: IterOp, workers: usize) -> Result<(PathBuf, String), Failure> {
+    let len = usize::try_from(args.len).map_err(|_| Failure::Usage("--len: too large".into()))?;
+    // xorshift64*, the same input for the same seed; shifted right by one, so that
+    // `u64::MAX` never occurs and `any` scans everything.
+    let mut state = args.common.seed | 1;
+    let mut data: Vec<u64> = (0..len)
+        .map(|_| {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 1
+        })
+        .collect();
+    let rt = traced_runtime(workers)?;
+    // As in magpie-bench: every worker parked before the operation starts.
+    pause(Duration::from_millis(3));
+    let got = rt.install(|| op.run(&mut data));
+    rt.wait_idle();
+    op.check(&data, got).map_err(Failure::Run)?;
+    let path = args.out.join("trace.json");
+    export(&rt, &path)?;
+    Ok((
+        path,
+        format!(
+            "magpie: {} of {len} u64 on {workers} workers, after a 3 ms pause",
+            op.describe()
+        ),
+    ))
+}
+
 /// Runs the workload on a traced runtime of `workers` workers and exports
 /// `DIR/trace.json`; returns its path and a title for the drawing.
 fn record(args: &TraceArgs, workers: usize) -> Result<(PathBuf, String), Failure> {
     if args.stall {
         return record_stall(args, workers);
+    }
+    if let Some(op) = args.iter {
+        return record_iter(args, op, workers);
     }
     let rt = traced_runtime(workers)?;
     let title = if args.demo {

@@ -231,6 +231,64 @@ fn trace_records_and_draws_a_run() {
     assert!(svg.starts_with("<svg"));
 }
 
+/// `trace --iter`: each operation runs (its answer checked inside the command) and is drawn;
+/// the job that `install` queued, and every piece stolen, shows as a job span.
+#[test]
+fn trace_records_a_parallel_iterator() {
+    for op in ["sum", "min-by-key", "any", "sort-unstable"] {
+        let dir = scratch(&format!("trace_iter_{op}"));
+        let v = json(&[
+            "trace",
+            "--iter",
+            op,
+            "--len",
+            "200000",
+            "--workers",
+            "2",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(v["workers"], 2, "{op}: {v}");
+        let trace: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("trace.json")).unwrap())
+                .unwrap();
+        let events = trace["traceEvents"].as_array().unwrap();
+        let jobs = events.iter().filter(|e| e["cat"] == "job").count();
+        let steals = events.iter().filter(|e| e["cat"] == "steal").count();
+        // At least the installed job; a span per steal besides (a stolen job runs as one).
+        assert!(jobs > steals, "{op}: {jobs} job spans, {steals} steals");
+        // No task ran: the operation is fork-join work only.
+        assert_eq!(
+            events.iter().filter(|e| e["name"] == "poll").count(),
+            0,
+            "{op}"
+        );
+        let svg = std::fs::read_to_string(dir.join("timeline.svg")).unwrap();
+        assert!(svg.starts_with("<svg"), "{op}");
+    }
+}
+
+/// `trace --iter` takes no task-pool options, and `--len` only with `--iter`.
+#[test]
+fn trace_iter_refuses_task_options() {
+    let dir = scratch("trace_iter_refuses");
+    for args in [
+        &["--iter", "sum", "--tasks", "10"][..],
+        &["--iter", "sum", "--pattern", "uniform"],
+        &["--iter", "sum", "--demo"],
+        &["--len", "10"],
+        &["--iter", "sum", "--len", "0"],
+    ] {
+        magpie()
+            .arg("trace")
+            .args(args)
+            .arg("--out")
+            .arg(&dir)
+            .assert()
+            .code(2);
+    }
+}
+
 /// `demo --stall` (2 s): one stall report, naming the blocker by name and spawn location,
 /// and every queued task run by a worker other than the blocked one.
 #[test]
