@@ -11,7 +11,8 @@
 # has 15 minutes of device time in all, its start included, and one call may run 10):
 #     scripts/device.sh plan [SECONDS]
 # runs the table in order of importance and stops starting steps that would not end
-# within SECONDS (default 480): the machine and the cost model's inputs, then under
+# within SECONDS (default 480): the machine and the cost model's inputs, traces of three
+# iterator operations at 16 workers (`magpie trace --iter`), then under
 # `release-lto` (the profile of the issue's table) async, fork-join, iter and the task pool
 # at 2, 4, 8 and 16 workers, then `magpie compare` at 16 and 2, then `release` at 16 and 2.
 # It leaves two files in $OUT, within the tool's eight: plan.log (everything printed,
@@ -89,7 +90,17 @@ plan)
     scale() {
         scale_json "$1" "$2" "$3" 7 "$work/scale-$1-$2-${3//,/_}.json"
     }
+    # One traced run of each long iterator row that lost to rayon at 16 workers on the
+    # first 16-CPU table (BENCHMARKS.md, "twelfth"): when each worker woke, what it stole,
+    # where it waited.
+    traces() {
+        local w=${1:-16}
+        "$bin/release-lto/magpie" trace --iter sum --len 100000000 --workers "$w" --out "$work/trace-sum-$w"
+        "$bin/release-lto/magpie" trace --iter min-by-key --workers "$w" --out "$work/trace-min-by-key-$w"
+        "$bin/release-lto/magpie" trace --iter any --workers "$w" --out "$work/trace-any-$w"
+    }
     step 45 inputs inputs
+    step 30 traces traces 16
     step 60 lto-async scale release-lto async 2,4,8,16
     step 150 lto-fork-join scale release-lto fork-join 2,4,8,16
     step 90 lto-iter scale release-lto iter 2,4,8,16
