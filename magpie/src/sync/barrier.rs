@@ -56,8 +56,8 @@
 //!
 //! | input | 16-CPU Xeon (KVM) | this project's 2-CPU VM |
 //! |---|---|---|
-//! | `membarrier(k)` | 2.2–2.9 µs (k = 1), 4.1 (3), 7.3 (7), 8.6–11 (15); 33–50 µs with 31 and 63 threads | 0.35 µs alone, 8.3–8.4 µs with one busy thread, two runs in three (0.5 µs in the others) |
-//! | `fence` | 9–10 ns in a store–fence–load loop | 2 ns |
+//! | `membarrier(k)` | 2.2–2.9 µs (k = 1), 4.1 (3), 7.3 (7), 8.6–11 (15); 33–50 µs with 31 and 63 threads. Re-measured on a lent 16-CPU Xeon (KVM) on 2026-12-04: 2.0 (1), 3.1 (2), 3.4 (3), 4.8 (7), 7.5 (15), 7.6 (31), and with 63 threads 33.6 µs of wall time but 9.3 of the caller's CPU | 0.35 µs alone, 8.3–8.4 µs with one busy thread, two runs in three (0.5 µs in the others) |
+//! | `fence` | 9–10 ns in a store–fence–load loop (8.5–11 on 2026-12-04) | 2 ns |
 //! | heavy barriers per published job | | fib(30): 2.7e-3 at 2 workers; quicksort: 8e-2 |
 //!
 //! Oversubscribed (more busy threads than CPUs) every CPU runs one of our threads, and a
@@ -89,9 +89,11 @@
 //! That took the model's third input at 2 workers from 2.7e-3 to about 6e-4 heavy barriers
 //! per published job (fib(30): 9 heavy barriers per run to 2, now mostly parks). With it the
 //! model would move the crossover from between 4 and 5 CPUs to between 8 and 9. The 16-CPU
-//! timings behind "symmetric from 8 CPUs" were taken before that change and have not been
-//! repeated, so [`model::HEAVY_PER_JOB_AT_2`] keeps the old figure and `Auto` its old
-//! choice until they are (BENCHMARKS.md, "Fourth pass").
+//! timings behind "symmetric from 8 CPUs" were taken before that change, and the one 16-CPU
+//! table taken since (BENCHMARKS.md, "twelfth") ran `Auto` only, with no A/B of the modes
+//! at 8 workers, so [`model::HEAVY_PER_JOB_AT_2`] keeps the old figure and `Auto` its old
+//! choice until such a run (BENCHMARKS.md, "Fourth pass"). That table's 8- and 16-worker
+//! fork-join rows, symmetric, met their targets against chili.
 
 use super::atomic::*;
 
