@@ -14,7 +14,8 @@
 # within SECONDS (default 480): the machine and the cost model's inputs, traces of three
 # iterator operations at 16 workers (`magpie trace --iter`), then under
 # `release-lto` (the profile of the issue's table) async, fork-join, iter and the task pool
-# at 2, 4, 8 and 16 workers, then `magpie compare` at 16 and 2, then `release` at 16 and 2.
+# at 2, 4, 8 and 16 workers, then `magpie compare` at 16 and 2, fork-join at 8 workers in
+# each barrier mode, then `release` at 16 and 2.
 # It leaves two files in $OUT, within the tool's eight: plan.log (everything printed,
 # with each step's start and length) and plan.tgz (each step's text and JSON, remade after
 # every step, so a call cut short still brings back what finished).
@@ -57,7 +58,7 @@ build)
         done
     done
     du -sh "$bin"
-    echo "now: run(command=\"scripts/device.sh plan 480\", carry=[\"device-bin\"], timeout_s=570)"
+    echo "now: run(command=\"scripts/device.sh plan 540\", carry=[\"device-bin\"], timeout_s=580)"
     ;;
 plan)
     budget=${2:-480}
@@ -107,6 +108,14 @@ plan)
     step 90 lto-task-pool scale release-lto task-pool 2,4,8,16
     step 40 compare-16 "$bin/release-lto/magpie" compare --workers 16 --repeat 3
     step 40 compare-2 "$bin/release-lto/magpie" compare --workers 2 --repeat 3
+    # The barrier modes A/B at 8 workers, which `Auto` makes symmetric: the cost model's
+    # crossover (sync/barrier.rs, "Fewer heavy barriers") waits for this run.
+    modes() {
+        for mode in asymmetric symmetric; do
+            MAGPIE_BARRIER=$mode scale_json release-lto fork-join 8 7 "$work/scale-modes-$mode-8.json"
+        done
+    }
+    step 70 modes-8 modes
     step 100 rel-16 scale release fork-join,iter,async,task-pool 16
     step 100 rel-2 scale release fork-join,iter,async,task-pool 2
     echo "== plan done at +$(( $(date +%s) - started ))s" | tee -a "$log"
