@@ -78,6 +78,15 @@ fn searchers_are_capped_at_half_the_workers() {
     }
 }
 
+/// Parks each of `workers` (registered as parked) once, briefly, and returns how many found
+/// their wakeup claimed by a notifier (they wake as searchers); the others settle their own
+/// registration.
+fn claimed_among(sleep: &Sleep, workers: std::ops::Range<usize>) -> usize {
+    workers
+        .filter(|&w| sleep.park(w, BRIEFLY) == Wake::Searching)
+        .count()
+}
+
 #[test]
 fn backlog_wakes_at_least_where_r1_wakes() {
     // R1b only adds wakes: in every state where R1 wakes, R1b does too, so a publisher
@@ -129,12 +138,7 @@ fn backlog_wakes_one_more_while_fewer_than_half_search() {
     assert_eq!(counts(&sleep), (3, 2));
     // Exactly one of the two parked workers was claimed: it wakes as a searcher, the
     // other settles its own registration.
-    let wakes: Vec<Wake> = [2, 3].map(|w| sleep.park(w, BRIEFLY)).into();
-    assert_eq!(
-        wakes.iter().filter(|&&w| w == Wake::Searching).count(),
-        1,
-        "{wakes:?}"
-    );
+    assert_eq!(claimed_among(&sleep, 2..4), 1);
     assert_eq!(counts(&sleep), (4, 2));
 }
 
@@ -155,12 +159,7 @@ fn backlog_wakes_nobody_while_every_cpu_has_a_worker_awake() {
     // R4 would still admit another searcher.
     sleep.notify_job(true);
     assert_eq!(counts(&sleep), (3, 2));
-    let wakes: Vec<Wake> = (2..8).map(|w| sleep.park(w, BRIEFLY)).collect();
-    assert_eq!(
-        wakes.iter().filter(|&&w| w == Wake::Searching).count(),
-        1,
-        "{wakes:?}"
-    );
+    assert_eq!(claimed_among(&sleep, 2..8), 1);
     assert_eq!(counts(&sleep), (8, 2));
 }
 
