@@ -92,13 +92,16 @@ plan)
         scale_json "$1" "$2" "$3" 7 "$work/scale-$1-$2-${3//,/_}.json"
     }
     # One traced run of each long iterator row that lost to rayon at 16 workers on the
-    # first 16-CPU table (BENCHMARKS.md, "twelfth"): when each worker woke, what it stole,
-    # where it waited.
+    # first 16-CPU table (BENCHMARKS.md, "twelfth"), and of one task-pool pattern: when
+    # each worker woke, what it stole, where it waited.
     traces() {
         local w=${1:-16}
         "$bin/release-lto/magpie" trace --iter sum --len 100000000 --workers "$w" --out "$work/trace-sum-$w"
         "$bin/release-lto/magpie" trace --iter min-by-key --workers "$w" --out "$work/trace-min-by-key-$w"
         "$bin/release-lto/magpie" trace --iter any --workers "$w" --out "$work/trace-any-$w"
+        # And the task pool's variable pattern, where magpie reached 90.9% efficiency and
+        # rayon's `spawn` 97.1%: how soon each worker starts.
+        "$bin/release-lto/magpie" trace --pattern variable --tasks 4000 --workers "$w" --out "$work/trace-variable-$w"
     }
     step 45 inputs inputs
     step 30 traces traces 16
