@@ -313,9 +313,15 @@ impl Sleep {
         wanted && self.wake_any_cold()
     }
 
-    /// R1b's condition on a loaded `state`: R1's, or else somebody is parked, another
-    /// searcher would be admitted by R4 (fewer than about half the workers search), and
-    /// fewer workers are awake than there are CPUs. Every wake R1 makes, R1b makes too.
+    /// R1b's condition on a loaded `state`: R1's, or else, in the symmetric barrier mode,
+    /// somebody is parked, another searcher would be admitted by R4 (fewer than about half
+    /// the workers search), and fewer workers are awake than there are CPUs. Every wake R1
+    /// makes, R1b makes too.
+    ///
+    /// Not in the asymmetric mode, which `Auto` picks on up to 4 CPUs: there a woken worker
+    /// that finds nothing parks again through a `membarrier` that interrupts every busy CPU,
+    /// the chain of wakes R1b shortens is at most 3 long, and R1b was measured only at 16
+    /// workers in the symmetric mode.
     ///
     /// The CPU bound: on 2 CPUs, 8 workers woke up to 8 for a `position_first` whose match
     /// came early, and the worker with the answer then waited for a CPU behind them (0.14 →
@@ -324,7 +330,8 @@ impl Sleep {
     #[inline]
     fn backlog_wake_wanted(&self, state: IdleState) -> bool {
         self.wake_wanted(state)
-            || (2 * state.searching() < self.num_workers
+            || (!self.barrier.is_asymmetric()
+                && 2 * state.searching() < self.num_workers
                 && state.unparked() < self.num_workers.min(self.cpus))
     }
 
