@@ -279,20 +279,22 @@ impl Sleep {
     }
 
     /// [`Sleep::notify_work`] for a job that a worker pushed onto its own deque, `backlog`
-    /// saying whether the deque already held one (R1b). With a backlog, one parked worker is
-    /// woken even while others search, as long as fewer than about half the workers search
-    /// (R4's cap) and fewer workers are awake than the process has CPUs: the searchers left
-    /// the older job where it was, so they are too few or too late for this one. A fork-join computation that enters a parked pool then reaches its
-    /// workers in a few wake latencies, each woken thief publishing in turn, instead of the
-    /// one latency per worker of R1 and R3 alone (the last searcher wakes the next). At 2
-    /// workers the two conditions are the same.
+    /// saying whether the deque already held one (R1b). With a backlog, in the symmetric
+    /// barrier mode, one parked worker is woken even while others search, as long as fewer
+    /// than about half the workers search (R4's cap) and fewer workers are awake than the
+    /// process has CPUs: the searchers left the older job where it was, so they are too few
+    /// or too late for this one. A fork-join computation that enters a parked pool then
+    /// reaches its workers in a few wake latencies, each woken thief publishing in turn,
+    /// instead of the one latency per worker of R1 and R3 alone (the last searcher wakes the
+    /// next). At 2 workers the two conditions are the same.
     ///
     /// Why: on the 16-CPU machine (BENCHMARKS.md, "twelfth"), parallel operations of about a
     /// millisecond at 16 workers took 30–50% less time with it in three of four runs
     /// (`par_sort_unstable` of sorted input, `position_first` with a match halfway), and a
-    /// full `any` scan went from 1.40–1.42 to 1.08–1.25 × rayon's time; rayon wakes a sleeper on every push onto a non-empty deque,
-    /// with no cap. The wake is extra to R1's, never instead of one, and follows the same
-    /// barrier: no wakeup R1 makes is lost (`backlog_wakes_at_least_where_r1_wakes`).
+    /// full `any` scan went from 1.40–1.42 to 1.08–1.25 × rayon's time. rayon wakes a
+    /// sleeper on every push onto a non-empty deque, with no cap. The wake is extra to R1's,
+    /// never instead of one, and follows the same barrier: no wakeup R1 makes is lost
+    /// (`backlog_wakes_at_least_where_r1_wakes`).
     #[inline]
     pub(crate) fn notify_job(&self, backlog: bool) {
         // As in `notify_work`.

@@ -310,8 +310,9 @@ impl WorkerThread {
     }
 
     /// Pushes a job onto this worker's deque and wakes a sleeper if nobody is searching
-    /// (R1), or if an older job of the deque is still there and fewer than about half the
-    /// workers search (R1b; sleep/README.md).
+    /// (R1), or, in the symmetric barrier mode, if an older job of the deque is still there,
+    /// fewer than about half the workers search and a CPU has no worker awake (R1b;
+    /// sleep/README.md).
     #[inline]
     pub(crate) fn push(&self, job: JobRef) {
         // Before the push: whether the searchers, if any, left a job of ours untaken.
