@@ -160,6 +160,18 @@ struct Lane {
     stalls: Vec<(f64, f64, String)>,
 }
 
+/// One worker's share of a trace ([`Timeline::busy_summary`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct LaneBusy {
+    /// The lane's thread id in the trace (the worker's index for magpie's traces).
+    pub(crate) worker: u64,
+    /// When it first ran a task or job, in µs after the first that any worker ran; `None`
+    /// if it ran none.
+    pub(crate) first_busy_us: Option<f64>,
+    /// How long it ran tasks and jobs, in µs, nested spans counted once.
+    pub(crate) busy_us: f64,
+}
+
 /// A steal: at `ts`, worker `thief` took `count` items from worker `victim`.
 #[derive(Debug)]
 struct Steal {
@@ -299,6 +311,38 @@ impl Timeline {
     /// The span of time the events cover, in microseconds.
     pub(crate) fn duration_us(&self) -> f64 {
         self.end - self.start
+    }
+
+    /// Per worker, in lane order: when it first ran something and how long it ran things,
+    /// nested spans counted once. Times are from the first busy span of any worker, so a
+    /// traced operation that began on a parked pool shows how late each worker joined it.
+    pub(crate) fn busy_summary(&self) -> Vec<LaneBusy> {
+        let first = self
+            .lanes
+            .values()
+            .filter_map(|lane| lane.busy.iter().map(|&(from, _)| from).reduce(f64::min))
+            .reduce(f64::min);
+        self.lanes
+            .iter()
+            .map(|(&tid, lane)| {
+                let mut spans = lane.busy.clone();
+                spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+                // The union of the spans: a nested job lies inside the one that ran it.
+                let (mut busy_us, mut covered_to) = (0.0, f64::NEG_INFINITY);
+                for (from, to) in spans.iter().copied() {
+                    let from = from.max(covered_to);
+                    if to > from {
+                        busy_us += to - from;
+                        covered_to = to;
+                    }
+                }
+                LaneBusy {
+                    worker: tid,
+                    first_busy_us: spans.first().zip(first).map(|(s, first)| s.0 - first),
+                    busy_us,
+                }
+            })
+            .collect()
     }
 
     /// Draws the timeline `plot_width` pixels wide (plus margins).
@@ -643,6 +687,39 @@ mod tests {
         assert_eq!(t.counts.inject_pulls, 1);
         assert_eq!(t.start, 11.0);
         assert_eq!(t.end, 160.0);
+    }
+
+    #[test]
+    fn busy_summary_counts_nested_spans_once() {
+        let t = Timeline::parse(SAMPLE).unwrap();
+        // Worker 0 polled at 12.345 for 3.2 µs; worker 1 ran a 40.1 µs job from 15.0 with a
+        // nested 10 µs one inside. Times count from 12.345, the first busy span.
+        let summary = t.busy_summary();
+        assert_eq!(summary.len(), 2);
+        assert_eq!(summary[0].worker, 0);
+        assert_eq!(summary[0].first_busy_us, Some(0.0));
+        assert!((summary[0].busy_us - 3.2).abs() < 1e-9, "{summary:?}");
+        assert_eq!(summary[1].worker, 1);
+        assert!(
+            (summary[1].first_busy_us.unwrap() - 2.655).abs() < 1e-9,
+            "{summary:?}"
+        );
+        assert!((summary[1].busy_us - 40.1).abs() < 1e-9, "{summary:?}");
+    }
+
+    #[test]
+    fn busy_summary_of_an_idle_worker_has_no_start() {
+        let json = r#"{"traceEvents":[
+ {"name":"job","cat":"job","ph":"X","tid":0,"ts":5.0,"dur":10.0},
+ {"name":"job","cat":"job","ph":"X","tid":0,"ts":12.0,"dur":10.0},
+ {"name":"parked","cat":"park","ph":"X","tid":1,"ts":0.0,"dur":30.0}
+]}"#;
+        let summary = Timeline::parse(json).unwrap().busy_summary();
+        // Overlapping (not nested) spans: their union, 5 to 22.
+        assert_eq!(summary[0].first_busy_us, Some(0.0));
+        assert!((summary[0].busy_us - 17.0).abs() < 1e-9, "{summary:?}");
+        assert_eq!(summary[1].first_busy_us, None);
+        assert_eq!(summary[1].busy_us, 0.0);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use magpie::Runtime;
 
 use crate::demo::Scenario;
 use crate::report::{write_json, Failure};
-use crate::timeline::{Counts, Timeline};
+use crate::timeline::{Counts, LaneBusy, Timeline};
 use crate::workload::{pause, spin, Pattern, Workload};
 use crate::{task_count, CommonArgs};
 
@@ -75,6 +75,8 @@ struct Report {
     workers: usize,
     duration_us: f64,
     events: Counts,
+    /// Per worker: when it first ran something, and for how long it ran things.
+    busy: Vec<LaneBusy>,
 }
 
 /// The most workers `magpie trace` records. The runtime caps the trace rings of all workers
@@ -147,6 +149,7 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
         workers: timeline.workers(),
         duration_us: timeline.duration_us(),
         events: timeline.counts.clone(),
+        busy: timeline.busy_summary(),
     };
     if args.common.json {
         return write_json(out, &report);
@@ -166,6 +169,21 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
     )?;
     if c.stalls > 0 {
         writeln!(out, "{} stalls (drawn in red)", c.stalls)?;
+    }
+    // Per worker, when it joined in and how long it worked: how a pool that started parked
+    // reached its workers, and who finished last.
+    writeln!(out, "worker  first busy at   busy")?;
+    for lane in &report.busy {
+        let first = match lane.first_busy_us {
+            Some(us) => format!("+{:.3} ms", us / 1e3),
+            None => "never".to_string(),
+        };
+        writeln!(
+            out,
+            "{:>6}  {first:>13}  {:>8.3} ms",
+            lane.worker,
+            lane.busy_us / 1e3
+        )?;
     }
     if c.lost > 0 {
         writeln!(

@@ -249,6 +249,13 @@ fn trace_records_a_parallel_iterator() {
             dir.to_str().unwrap(),
         ]);
         assert_eq!(v["workers"], 2, "{op}: {v}");
+        // Each worker's start and busy time: the first to run anything starts at 0, and
+        // together they ran the operation for some time.
+        let busy = v["busy"].as_array().unwrap();
+        assert_eq!(busy.len(), 2, "{op}: {v}");
+        assert!(busy.iter().any(|w| w["first_busy_us"] == 0.0), "{op}: {v}");
+        let total: f64 = busy.iter().map(|w| w["busy_us"].as_f64().unwrap()).sum();
+        assert!(total > 0.0, "{op}: {v}");
         let trace: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("trace.json")).unwrap())
                 .unwrap();
