@@ -20,7 +20,7 @@ use magpie::Runtime;
 use crate::demo::Scenario;
 use crate::report::{write_json, Failure};
 use crate::timeline::{Counts, LaneBusy, Timeline};
-use crate::workload::{pause, spin, Pattern, Workload};
+use crate::workload::{pause, spin, Pattern, SplitMix64, Workload};
 use crate::{task_count, CommonArgs};
 
 #[derive(Debug, Args)]
@@ -289,17 +289,10 @@ fn key(x: u64) -> u64 {
 /// `--iter`: one operation on a parked pool, traced.
 fn record_iter(args: &TraceArgs, op: IterOp, workers: usize) -> Result<(PathBuf, String), Failure> {
     let len = usize::try_from(args.len).map_err(|_| Failure::Usage("--len: too large".into()))?;
-    // xorshift64*, the same input for the same seed; shifted right by one, so that
-    // `u64::MAX` never occurs and `any` scans everything.
-    let mut state = args.common.seed | 1;
-    let mut data: Vec<u64> = (0..len)
-        .map(|_| {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 1
-        })
-        .collect();
+    // The workloads' generator: the same input for the same seed. Shifted right by one, so
+    // that `u64::MAX` never occurs and `any` scans everything.
+    let mut rng = SplitMix64::new(args.common.seed);
+    let mut data: Vec<u64> = (0..len).map(|_| rng.next_u64() >> 1).collect();
     let rt = traced_runtime(workers)?;
     // As in magpie-bench: every worker parked before the operation starts.
     pause(Duration::from_millis(3));

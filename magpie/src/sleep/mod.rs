@@ -301,18 +301,20 @@ impl Sleep {
         self.barrier.light();
         // Acquire: as in `notify_work`.
         if let Some(state) = self.unsaturated(Acquire) {
-            let _ = self.notify_job_cold(state, backlog);
+            self.notify_job_cold(state, backlog);
         }
     }
 
     #[cold]
-    fn notify_job_cold(&self, state: IdleState, backlog: bool) -> bool {
+    fn notify_job_cold(&self, state: IdleState, backlog: bool) {
         let wanted = if backlog {
             self.backlog_wake_wanted(state)
         } else {
             self.wake_wanted(state)
         };
-        wanted && self.wake_any_cold()
+        if wanted {
+            self.wake_any_cold();
+        }
     }
 
     /// R1b's condition on a loaded `state`: R1's, or else, in the symmetric barrier mode,
