@@ -251,11 +251,18 @@ fn a_burst_overflows_the_ring_and_nothing_is_lost() {
 
 /// A worker whose idle stretches keep parking without finding work searches fewer rounds
 /// before it parks (`IdleBudget` in `runtime/worker/idle.rs`): 48 while searching pays, down
-/// to 8. Requests one at a time into a parked pool, far apart (the gap is the workload's
-/// shape, not a synchronization: whatever the gap, each round waits for every worker to
-/// park), cost one stretch each; the failed searches of the last requests' stretches show
-/// how many rounds they made (one per round, and one before the first: 49 a stretch without
-/// the budget, 9 with it).
+/// to 8. Requests one at a time into a parked pool, far apart, cost one stretch each; the
+/// failed searches of the last requests' stretches show how many rounds they made (one per
+/// round, and one before the first: 49 a stretch without the budget, 9 with it).
+///
+/// The gap between requests is the workload's shape, not a synchronization: each round
+/// waits for every worker to park whatever the gap. But it must be longer than any whole
+/// stretch lasted, since a park shorter than one brings every round back (that whole
+/// stretch would have found the request). A stretch lasts microseconds in a plain build and
+/// can last tens of milliseconds under valgrind on a loaded machine (CI ran five valgrind
+/// processes on 2 CPUs and saw resets with a fixed 20 ms gap), so the gap is twice the
+/// longest time any earlier request took from its spawn until every worker parked again,
+/// which contains every stretch that request caused.
 #[test]
 fn a_pool_that_wakes_for_lone_requests_searches_less_before_it_parks() {
     const REQUESTS: usize = 12;
@@ -265,23 +272,24 @@ fn a_pool_that_wakes_for_lone_requests_searches_less_before_it_parks() {
     let failed_steals =
         |rt: &magpie::Runtime| -> u64 { rt.stats().workers.iter().map(|w| w.failed_steals).sum() };
     let mut per_request = Vec::new();
+    let mut longest_settle = Duration::ZERO;
     for i in 0..REQUESTS {
-        // Longer than any whole stretch lasts (a park shorter than one brings every round
-        // back: the whole stretch would have found the request).
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(20).max(2 * longest_settle));
         // Not a sleep: a wait for a state, which the watchdog of `eventually` bounds.
         common::eventually("every worker parks", || parked(&rt));
         let before = failed_steals(&rt);
         let (tx, rx) = mpsc::channel();
+        let spawned = std::time::Instant::now();
         drop(rt.spawn(async move { tx.send(i).unwrap() }));
         assert_eq!(rx.recv_timeout(DEADLINE), Ok(i));
         common::eventually("every worker parks again", || parked(&rt));
+        longest_settle = longest_settle.max(spawned.elapsed());
         per_request.push(failed_steals(&rt) - before);
     }
     let last: u64 = per_request[REQUESTS - MEASURED..].iter().sum();
     // 9 a request at the floor; twice that allows a request that woke both workers.
     assert!(
         last <= 18 * MEASURED as u64,
-        "failed searches per request: {per_request:?}"
+        "failed searches per request: {per_request:?} (longest settle {longest_settle:?})"
     );
 }
