@@ -332,19 +332,25 @@ impl<T: Linked> LinkedInject<T> {
     }
 
     /// Links the chain `newest ..= oldest` (already linked newest first, `oldest`'s link
-    /// free) on top of the stack with one CAS, then counts its `count` nodes. Returns false if
-    /// the queue is closed (nothing published, nothing counted).
+    /// free) on top of the stack with one CAS, then counts its `count` nodes. Returns the
+    /// count before ours (see [`LinkedInject::push`]), or `None` if the queue is closed
+    /// (nothing published, nothing counted).
     ///
     /// # Safety
     ///
     /// The caller owns the chain's nodes (they are unpublished), and they meet `push`'s
     /// contract.
-    unsafe fn publish(&self, newest: NonNull<T>, oldest: NonNull<T>, count: usize) -> bool {
+    unsafe fn publish(
+        &self,
+        newest: NonNull<T>,
+        oldest: NonNull<T>,
+        count: usize,
+    ) -> Option<usize> {
         // Relaxed: only a guess at the top; the CAS checks it.
         let mut top = self.shared.head.load(Relaxed);
         loop {
             if top == closed() {
-                return false;
+                return None;
             }
             // SAFETY: `oldest` is unpublished, so its link is ours (invariant 2).
             unsafe { set_next(oldest, top) };
@@ -373,24 +379,28 @@ impl<T: Linked> LinkedInject<T> {
         // SeqCst load of the sleep state in `Sleep::notify_task_after_seqcst_push` pairs
         // with the parker's SeqCst decrement and fence with no fence of our own (R2' in
         // sleep/README.md). The same instruction as Relaxed on x86.
-        self.shared.len.fetch_add(count, SeqCst);
-        true
+        Some(self.shared.len.fetch_add(count, SeqCst))
     }
 
     /// Appends `node`; gives it back if the queue is closed. Takes no lock.
+    ///
+    /// Returns how many nodes the length counted just before this one: the pushes counted
+    /// so far, less the pops counted so far (a pop counts its nodes once it has taken them).
+    /// Zero says the queue was empty as far as the count knows; a pusher uses it to tell a
+    /// backlog from a lone node (`Registry::push_inject`). A hint: a concurrent pop may have
+    /// taken nodes it has not yet uncounted, and a concurrent push may be linked and not yet
+    /// counted (invariant 4).
     ///
     /// # Safety
     ///
     /// `node` points to a live `T` that is in no queue, and stays allocated, its link
     /// untouched by anyone else, until the queue hands it back: from a pop, from `close`, or
     /// as this call's `Err` (invariant 1).
-    pub(crate) unsafe fn push(&self, node: NonNull<T>) -> Result<(), NonNull<T>> {
+    pub(crate) unsafe fn push(&self, node: NonNull<T>) -> Result<usize, NonNull<T>> {
         // SAFETY: the node is ours and unpublished (caller); a chain of one.
-        if unsafe { self.publish(node, node, 1) } {
-            Ok(())
-        } else {
-            Err(node)
-        }
+        let before = unsafe { self.publish(node, node, 1) }.ok_or(node)?;
+        // Below zero (a node taken before its push counted it) reads as 0, as in `len`.
+        Ok((before as isize).max(0) as usize)
     }
 
     /// Appends every node of `nodes`, in order, with one CAS (a worker's overflow moves half
@@ -424,7 +434,7 @@ impl<T: Linked> LinkedInject<T> {
             count += 1;
         }
         // SAFETY: the chain is ours and unpublished; the caller vouches for its nodes.
-        if unsafe { self.publish(newest, oldest, count) } {
+        if unsafe { self.publish(newest, oldest, count) }.is_some() {
             return Ok(());
         }
         // Refused: relink the chain oldest first and hand it back. `oldest`'s link holds the

@@ -99,6 +99,22 @@ fn close_returns_the_list_then_the_stack_in_order() {
     assert!(q.close().is_empty(), "a closed queue only shrinks");
 }
 
+/// `push` reports how many nodes were counted before its own: 0 into an empty queue, the
+/// backlog otherwise, across batches and pops.
+#[test]
+fn push_reports_the_count_before_it() {
+    let nodes = Nodes::new(6);
+    let q = LinkedInject::new();
+    // SAFETY: as in `push` (each node is pushed once, and `nodes` outlives the queue).
+    let push_counting = |i| unsafe { q.push(nodes.fill(i)) };
+    assert_eq!(push_counting(0), Ok(0));
+    assert_eq!(push_counting(1), Ok(1));
+    push_batch(&q, &nodes, 2..4);
+    assert_eq!(push_counting(4), Ok(4));
+    assert_eq!(pop_batch(&q, &nodes, 5), vec![0, 1, 2, 3, 4]);
+    assert_eq!(push_counting(5), Ok(0));
+}
+
 #[test]
 fn closed_queue_refuses_a_push() {
     let nodes = Nodes::new(2);

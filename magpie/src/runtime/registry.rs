@@ -499,9 +499,10 @@ impl Registry {
             // A negative control for the shuttle scenarios (`--cfg magpie_shuttle_broken`):
             // a remote push that wakes nobody, which `shuttle_outside_wake_into_parked_pool`
             // must report as a deadlock.
-            Ok(()) if cfg!(magpie_shuttle_broken) => {}
-            // The push counted the task with a SeqCst RMW (`LinkedInject::push`).
-            Ok(()) => self.sleep.notify_task_after_seqcst_push(),
+            Ok(_) if cfg!(magpie_shuttle_broken) => {}
+            // The push counted the task with a SeqCst RMW (`LinkedInject::push`), and read
+            // how many were queued before it.
+            Ok(before) => self.sleep.notify_task_after_seqcst_push(before > 0),
             // SAFETY: the refused pointer is the Notified we just gave up.
             Err(ptr) => unsafe { Task::from_header(ptr) }.shutdown(),
         }
@@ -735,7 +736,7 @@ impl Registry {
             return handle;
         }
         match self.task_slots[worker].mailbox.push(task.into_header()) {
-            Ok(()) => {
+            Ok(_) => {
                 // The owner may be asleep, and only it drains its mailbox promptly.
                 self.sleep.wake_worker(worker);
                 self.sleep.notify_task_outside();

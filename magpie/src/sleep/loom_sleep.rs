@@ -317,8 +317,8 @@ impl Pool {
     fn publish_task_outside(&self) {
         // SeqCst: the remote spawn's push (`queue/linked_inject.rs`), which the notification
         // relies on.
-        self.jobs.fetch_add(1, SeqCst);
-        self.sleep.notify_task_after_seqcst_push();
+        let before = self.jobs.fetch_add(1, SeqCst);
+        self.sleep.notify_task_after_seqcst_push(before > 0);
     }
 }
 

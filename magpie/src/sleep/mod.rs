@@ -405,7 +405,13 @@ impl Sleep {
     /// comes first in the single total order, and our load sees its decrement, or our RMW
     /// does, and its recheck after the fence sees our count (R2' in README.md). On x86 this
     /// is one plain load, where the fence would be an `mfence` on every remote spawn.
-    pub(crate) fn notify_task_after_seqcst_push(&self) {
+    ///
+    /// `backlog` says the queue already held tasks before this one (the count the push
+    /// read): then the wake follows R1b ([`Sleep::backlog_wake_wanted`]) instead of R1, so
+    /// that a stream of tasks from outside wakes one more worker per task while fewer than
+    /// about half of them search, up to one awake per CPU, instead of one, and the chain of
+    /// R3 (each searcher that finds work wakes the next) one wake-up latency after another.
+    pub(crate) fn notify_task_after_seqcst_push(&self, backlog: bool) {
         // loom models SeqCst loads and RMWs as AcqRel (a documented limitation), which would
         // make it report lost wakeups this pairing rules out; its SeqCst fences are exact.
         if cfg!(loom) {
@@ -413,7 +419,19 @@ impl Sleep {
         }
         // SeqCst: see above; pairs with the SeqCst decrement and fence in `register_parked`.
         if let Some(state) = self.unsaturated(SeqCst) {
-            self.notify_task_cold(state);
+            if backlog {
+                self.notify_backlog_task_cold(state);
+            } else {
+                self.notify_task_cold(state);
+            }
+        }
+    }
+
+    /// R1b's decision for a task queued behind others: wakes a worker that may run tasks.
+    #[cold]
+    fn notify_backlog_task_cold(&self, state: IdleState) {
+        if self.backlog_wake_wanted(state) {
+            self.wake_free_cold();
         }
     }
 

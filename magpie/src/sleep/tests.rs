@@ -168,6 +168,42 @@ fn backlog_wakes_nobody_while_every_cpu_has_a_worker_awake() {
 }
 
 #[test]
+fn a_task_queued_behind_others_wakes_one_more_while_fewer_than_half_search() {
+    // Six parked workers and two that search; tasks arrive from outside the pool.
+    let sleep = Sleep::new(8);
+    for worker in 2..8 {
+        assert!(!sleep.register_parked(worker, false));
+    }
+    assert!(sleep.try_start_searching());
+    assert!(sleep.try_start_searching());
+    assert_eq!(counts(&sleep), (2, 2));
+    // Into an empty queue: the searchers will find it (R1), nobody is woken.
+    sleep.notify_task_after_seqcst_push(false);
+    assert_eq!(counts(&sleep), (2, 2));
+    // Behind a backlog: one more worker each, woken as a searcher (R1b)...
+    sleep.notify_task_after_seqcst_push(true);
+    assert_eq!(counts(&sleep), (3, 3));
+    sleep.notify_task_after_seqcst_push(true);
+    assert_eq!(counts(&sleep), (4, 4));
+    // ...until half the workers search (R4's cap).
+    sleep.notify_task_after_seqcst_push(true);
+    assert_eq!(counts(&sleep), (4, 4));
+    assert_eq!(claimed_among(&sleep, 2..8), 2);
+    assert_eq!(counts(&sleep), (8, 4));
+
+    // The asymmetric barrier mode (where `Auto` picks it, up to 4 CPUs) keeps R1.
+    let sleep = Sleep::with_driver(8, None, Barrier::best_available());
+    if sleep.barrier.is_asymmetric() {
+        for worker in 1..8 {
+            assert!(!sleep.register_parked(worker, false));
+        }
+        assert!(sleep.try_start_searching());
+        sleep.notify_task_after_seqcst_push(true);
+        assert_eq!(counts(&sleep), (1, 1));
+    }
+}
+
+#[test]
 fn stop_searching_reports_the_last_searcher() {
     let sleep = Sleep::new(4);
     assert!(sleep.try_start_searching());
@@ -770,10 +806,11 @@ fn a_batch_wakes_a_worker_per_task_where_a_single_task_wakes_one() {
     }
     assert_eq!(counts(&sleep), (0, 0));
     // The first task's notification (R1) wakes one searcher.
-    sleep.notify_task_after_seqcst_push();
+    sleep.notify_task_after_seqcst_push(false);
     assert_eq!(counts(&sleep), (1, 1));
-    // R1 alone wakes nobody more while that one searches...
-    sleep.notify_task_after_seqcst_push();
+    // R1 alone wakes nobody more while that one searches (the searcher took the first task
+    // already: no backlog)...
+    sleep.notify_task_after_seqcst_push(false);
     assert_eq!(counts(&sleep), (1, 1));
     // ...but the batch's second and third tasks each wake one more.
     sleep.notify_batch_task(1);
