@@ -12,7 +12,8 @@
 #     scripts/device.sh plan [SECONDS]
 # runs the issue's table in order of importance and stops starting steps that would not end
 # within SECONDS (default 480): the machine and the cost model's inputs, traces of three
-# iterator operations at 16 workers (`magpie trace --iter`), then under
+# iterator operations at 16 workers (`magpie trace --iter`), an interleaved A/B at 16
+# workers against the build of `BASE=REV scripts/device.sh build` if there is one, then under
 # `release-lto` (the profile of the issue's table) async, fork-join, iter and the task pool
 # at 2, 4, 8 and 16 workers, then `magpie compare` at 16 and 2, fork-join at 8 workers in
 # each barrier mode, then `release` at 16 and 2.
@@ -57,6 +58,18 @@ build)
             strip -o "$bin/$profile/$(basename "$exe")" "target/$profile/$exe"
         done
     done
+    # BASE=REV: also the magpie-bench of an earlier revision, for the plan's interleaved
+    # A/B of a change that only a many-core machine can judge.
+    if [ -n "${BASE:-}" ]; then
+        wt=$(mktemp -d)
+        git -C "$root" worktree add --detach "$wt" "$BASE"
+        (cd "$wt" && CARGO_TARGET_DIR="$root/target/base" cargo build --profile release-lto -p magpie-bench)
+        git -C "$root" worktree remove --force "$wt"
+        mkdir -p "$bin/base-release-lto"
+        strip -o "$bin/base-release-lto/magpie-bench" "$root/target/base/release-lto/magpie-bench"
+        git -C "$root" rev-parse "$BASE" > "$bin/base-release-lto/REVISION"
+    fi
+    git -C "$root" rev-parse HEAD > "$bin/REVISION"
     du -sh "$bin"
     echo "now: run(command=\"scripts/device.sh plan 540\", carry=[\"device-bin\"], timeout_s=580)"
     ;;
@@ -103,8 +116,27 @@ plan)
         # rayon's `spawn` 97.1%: how soon each worker starts.
         "$bin/release-lto/magpie" trace --pattern variable --tasks 4000 --workers "$w" --out "$work/trace-variable-$w"
     }
+    # The base build against this one, interleaved (base, this, base, this), where `build`
+    # made one (BASE=REV): the groups a pending change is about, at 16 workers.
+    ab() {
+        local groups=${AB_GROUPS:-task-pool,async,iter}
+        for round in 1 2; do
+            for side in base this; do
+                local exe="$bin/release-lto/magpie-bench" rev="$bin/REVISION"
+                if [ "$side" = base ]; then
+                    exe="$bin/base-release-lto/magpie-bench" rev="$bin/base-release-lto/REVISION"
+                fi
+                echo "-- $side ($(cat "$rev" 2>/dev/null || true)), round $round"
+                "$exe" scale --workers 16 --only "$groups" --samples 7 \
+                    --json "$work/ab-$side-$round.json"
+            done
+        done
+    }
     step 45 inputs inputs
     step 30 traces traces 16
+    if [ -x "$bin/base-release-lto/magpie-bench" ]; then
+        step 160 ab-16 ab
+    fi
     step 60 lto-async scale release-lto async 2,4,8,16
     step 150 lto-fork-join scale release-lto fork-join 2,4,8,16
     step 90 lto-iter scale release-lto iter 2,4,8,16
