@@ -26,8 +26,8 @@
 //! `scale` is the scaling table in one command: every row of `fork-join` (plus `tree_sum`
 //! on a post-order tree), `iter` (with `par_sort_unstable` and `par_iter().sum()` listed
 //! under fork-join), the six scheduler rows of `async`, and the task pool on `magpie
-//! scale`'s three patterns (against rayon, tokio and async-executor, with efficiency and
-//! load balance), each at every worker count against the same peers as in its own
+//! scale`'s three patterns (against rayon, tokio and async-executor, with efficiency, load
+//! balance and ramp-up), each at every worker count against the same peers as in its own
 //! subcommand. Beside each magpie time it prints what the samples did inside the runtime
 //! that ran them (medians per sample of the difference of `Runtime::stats()` before and
 //! after, the pool idle again): steals, failed steal searches, steal attempts, heavy

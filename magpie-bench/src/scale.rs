@@ -305,8 +305,11 @@ fn measure_point<C: Contender>(
 /// Measures one task-pool row at the worker count of `pools`.
 fn task_point(row: &TaskRow, pools: &AsyncPools, cfg: &Config) -> Point {
     let workers = pools.workers();
-    let mut balances: Vec<(TaskImpl, Vec<f64>)> =
-        TaskImpl::ALL.iter().map(|&imp| (imp, Vec::new())).collect();
+    // Per implementation, each timed sample's load balance and ramp-up (ms).
+    let mut shapes: Vec<(TaskImpl, Vec<f64>, Vec<f64>)> = TaskImpl::ALL
+        .iter()
+        .map(|&imp| (imp, Vec::new(), Vec::new()))
+        .collect();
     let mut point = measure_point(
         Group::TaskPool,
         &row.name(),
@@ -315,19 +318,25 @@ fn task_point(row: &TaskRow, pools: &AsyncPools, cfg: &Config) -> Point {
         pools.magpie(),
         cfg,
         |imp, timed| {
-            let (elapsed, work) = row.sample(pools, imp);
+            let sample = row.sample(pools, imp);
             if timed {
-                let slot = balances.iter_mut().find(|(i, _)| *i == imp);
-                slot.expect("every impl has a slot")
-                    .1
-                    .push(load_balance(&work, workers));
+                let (_, balances, ramp_ups) = shapes
+                    .iter_mut()
+                    .find(|(i, _, _)| *i == imp)
+                    .expect("every impl has a slot");
+                balances.push(load_balance(&sample.work, workers));
+                ramp_ups.push(
+                    sample
+                        .ramp_up(workers)
+                        .map_or(f64::INFINITY, |d| d.as_secs_f64() * 1e3),
+                );
             }
-            elapsed
+            sample.makespan
         },
     );
-    point.shapes = balances
+    point.shapes = shapes
         .iter()
-        .map(|(imp, balances)| {
+        .map(|(imp, balances, ramp_ups)| {
             let makespans = point
                 .results
                 .iter()
@@ -336,7 +345,7 @@ fn task_point(row: &TaskRow, pools: &AsyncPools, cfg: &Config) -> Point {
                 .expect("every impl was measured");
             (
                 imp.name(),
-                PoolShape::of(row.total_work(), workers, makespans, balances),
+                PoolShape::of(row.total_work(), workers, makespans, balances, ramp_ups),
             )
         })
         .collect();

@@ -68,7 +68,7 @@ pub(crate) fn render_row(row: &RowResult) -> String {
     let mut headers: Vec<String> = vec!["workers".to_owned()];
     for name in &names {
         headers.push(if pool {
-            format!("{name} ms (eff, bal)")
+            format!("{name} ms (eff, bal, ramp)")
         } else {
             format!("{name} ms")
         });
@@ -93,7 +93,16 @@ pub(crate) fn render_row(row: &RowResult) -> String {
                 } else {
                     "idle".to_owned()
                 };
-                let _ = write!(cell, " ({:.1}%, {balance})", shape.efficiency * 100.0);
+                let ramp_up = if shape.ramp_up_ms.is_finite() {
+                    format!("{:.2}", shape.ramp_up_ms)
+                } else {
+                    "idle".to_owned()
+                };
+                let _ = write!(
+                    cell,
+                    " ({:.1}%, {balance}, {ramp_up})",
+                    shape.efficiency * 100.0
+                );
             }
             line.push(cell);
         }
@@ -176,8 +185,10 @@ pub(crate) fn legend() -> &'static str {
          completed tasks unlinked together).\n\n\
          Task pool: eff = total task work / (workers × median makespan); bal = the most \
          task work one thread did over the least, median over the samples (1.000 is \
-         perfect; idle: a thread ran no task). --json PATH writes the raw samples, the \
-         ratios, and every sample's counts.\n"
+         perfect; idle: a thread ran no task); ramp = how many ms after the first \
+         submission the last thread began its first task, median over the samples (how \
+         fast the wake policy brings a parked pool to work). --json PATH writes the raw \
+         samples, the ratios, and every sample's counts.\n"
 }
 
 /// One point as JSON.
@@ -212,6 +223,7 @@ fn point_json(point: &Point) -> String {
                     ("efficiency", json::number(shape.efficiency)),
                     // Infinite (a thread ran no task) becomes null.
                     ("load_balance", json::number(shape.load_balance)),
+                    ("ramp_up_ms", json::number(shape.ramp_up_ms)),
                 ])
             })
             .collect();

@@ -21,10 +21,13 @@
 //! one-worker run, unlike `magpie scale`'s `T1 / (n · Tn)`). **Load balance** = the most
 //! task work one thread did over the least, the median over the samples (1.00 is perfect;
 //! infinite when a thread ran no task). Task work is the tasks' durations summed per thread,
-//! so time a thread lost to other programs does not blur it.
+//! so time a thread lost to other programs does not blur it. **Ramp-up** = how long after
+//! the first submission the last of the pool's threads began its first task, the median over
+//! the samples: how fast the pool's wake policy brings a parked pool to work on a stream of
+//! submissions from one thread (infinite when a thread ran no task).
 
-use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::mpsc::{self, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -128,16 +131,19 @@ impl TaskRow {
         self.total_work
     }
 
-    /// Runs every task once on `imp` and returns the makespan and the task work of each
-    /// thread that ran tasks, in nanoseconds.
-    pub(crate) fn sample(&self, pools: &AsyncPools, imp: TaskImpl) -> (Duration, Vec<u64>) {
+    /// Runs every task once on `imp` and returns the makespan, and for each thread that ran
+    /// tasks its task work and when it began its first task.
+    pub(crate) fn sample(&self, pools: &AsyncPools, imp: TaskImpl) -> Sample {
         let (done_tx, done_rx) = mpsc::sync_channel(1);
+        let before = work_by_thread();
+        let start = Instant::now();
         let countdown = Arc::new(Countdown {
             remaining: AtomicUsize::new(self.durations.len()),
             done: done_tx,
+            // Relaxed: only distinct values matter.
+            sample: NEXT_SAMPLE.fetch_add(1, Relaxed),
+            start,
         });
-        let before = work_by_thread();
-        let start = Instant::now();
         for &d in &self.durations {
             let countdown = Arc::clone(&countdown);
             let task = move || countdown.run(d);
@@ -149,33 +155,81 @@ impl TaskRow {
             }
         }
         wait(&done_rx, "task pool");
-        let elapsed = start.elapsed();
-        let after = work_by_thread();
-        let work = after
-            .iter()
-            .enumerate()
-            .map(|(i, a)| a - before.get(i).copied().unwrap_or(0))
-            .filter(|&ns| ns > 0)
-            .collect();
-        (elapsed, work)
+        let makespan = start.elapsed();
+        let threads = THREADS.lock().expect("poisoned");
+        let mut sample = Sample {
+            makespan,
+            work: Vec::new(),
+            first_task: Vec::new(),
+        };
+        for (i, thread) in threads.iter().enumerate() {
+            let work = thread.work_ns.load(Relaxed) - before.get(i).copied().unwrap_or(0);
+            if work > 0 {
+                sample.work.push(work);
+            }
+            if thread.sample.load(Relaxed) == countdown.sample {
+                sample
+                    .first_task
+                    .push(Duration::from_nanos(thread.first_task_ns.load(Relaxed)));
+            }
+        }
+        sample
     }
 }
+
+/// One sample of a task-pool row.
+#[derive(Debug)]
+pub(crate) struct Sample {
+    /// From the first submission until the last task reported.
+    pub(crate) makespan: Duration,
+    /// The task work of each thread that ran tasks, in nanoseconds.
+    pub(crate) work: Vec<u64>,
+    /// For each thread that ran tasks, when it began its first, after the first submission.
+    pub(crate) first_task: Vec<Duration>,
+}
+
+impl Sample {
+    /// When the last of `workers` threads began its first task; `None` if fewer than
+    /// `workers` threads ran one.
+    pub(crate) fn ramp_up(&self, workers: usize) -> Option<Duration> {
+        if self.first_task.len() < workers {
+            return None;
+        }
+        self.first_task.iter().copied().max()
+    }
+}
+
+/// Numbers the samples, so that a thread can tell its first task of a sample.
+static NEXT_SAMPLE: AtomicU64 = AtomicU64::new(1);
 
 /// The tasks of one sample count down; the last signals the bench thread.
 #[derive(Debug)]
 struct Countdown {
     remaining: AtomicUsize,
     done: SyncSender<()>,
+    /// This sample's number and its first submission.
+    sample: u64,
+    start: Instant,
 }
 
 impl Countdown {
-    /// One task: spins for `d`, credits it to this thread, counts down.
+    /// One task: notes this thread's first task of the sample, spins for `d`, credits it to
+    /// this thread, counts down.
     fn run(&self, d: Duration) {
-        workload::spin(d);
-        THREAD_WORK_NS.with(|w| w.fetch_add(d.as_nanos() as u64, Relaxed));
+        THREAD.with(|thread| {
+            // Relaxed: only this thread writes its cell; the bench thread reads it after
+            // the count reached zero (see below).
+            if thread.sample.load(Relaxed) != self.sample {
+                let since = self.start.elapsed().as_nanos() as u64;
+                thread.first_task_ns.store(since, Relaxed);
+                thread.sample.store(self.sample, Relaxed);
+            }
+            workload::spin(d);
+            thread.work_ns.fetch_add(d.as_nanos() as u64, Relaxed);
+        });
         // AcqRel: the decrements form one release sequence, so the task that takes the
-        // count to zero has acquired every other task's work credit, and its send hands
-        // them all to the bench thread's `work_by_thread`.
+        // count to zero has acquired every other task's work credit and first-task note,
+        // and its send hands them all to the bench thread.
         if self.remaining.fetch_sub(1, AcqRel) == 1 {
             self.done
                 .send(())
@@ -184,23 +238,34 @@ impl Countdown {
     }
 }
 
+/// What one thread notes about the tasks it ran.
+#[derive(Debug, Default)]
+struct ThreadNotes {
+    /// Task work done on this thread, in nanoseconds.
+    work_ns: AtomicU64,
+    /// The last sample this thread ran a task of, and when, in nanoseconds after that
+    /// sample's first submission, it began its first task of it.
+    sample: AtomicU64,
+    first_task_ns: AtomicU64,
+}
+
 std::thread_local! {
-    /// Task work done on this thread, in nanoseconds; registered in [`THREADS`] on first use.
-    static THREAD_WORK_NS: Arc<std::sync::atomic::AtomicU64> = {
-        let cell = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        THREADS.lock().expect("poisoned").push(Arc::clone(&cell));
-        cell
+    /// This thread's notes; registered in [`THREADS`] on first use.
+    static THREAD: Arc<ThreadNotes> = {
+        let notes = Arc::new(ThreadNotes::default());
+        THREADS.lock().expect("poisoned").push(Arc::clone(&notes));
+        notes
     };
 }
 
-/// Every thread's work counter, in the order the threads first ran a task. Only one pool
-/// runs at a time, so the threads whose count grew during a sample are that pool's.
-static THREADS: Mutex<Vec<Arc<std::sync::atomic::AtomicU64>>> = Mutex::new(Vec::new());
+/// Every thread's notes, in the order the threads first ran a task. Only one pool runs at
+/// a time, so the threads whose count grew during a sample are that pool's.
+static THREADS: Mutex<Vec<Arc<ThreadNotes>>> = Mutex::new(Vec::new());
 
 /// Every thread's task work so far.
 fn work_by_thread() -> Vec<u64> {
     let threads = THREADS.lock().expect("poisoned");
-    threads.iter().map(|w| w.load(Relaxed)).collect()
+    threads.iter().map(|t| t.work_ns.load(Relaxed)).collect()
 }
 
 /// The most task work on one of `workers` threads over the least; infinite when fewer than
@@ -215,27 +280,33 @@ pub(crate) fn load_balance(work: &[u64], workers: usize) -> f64 {
     }
 }
 
-/// Efficiency and load balance of one implementation at one worker count.
+/// Efficiency, load balance and ramp-up of one implementation at one worker count.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PoolShape {
     /// Total task work / (workers × median makespan).
     pub(crate) efficiency: f64,
     /// The median over the samples of [`load_balance`].
     pub(crate) load_balance: f64,
+    /// The median over the samples of [`Sample::ramp_up`], in milliseconds (infinite for a
+    /// sample in which a thread ran no task).
+    pub(crate) ramp_up_ms: f64,
 }
 
 impl PoolShape {
-    /// The shape of `makespans` and `balances` (one per sample) on `workers` workers.
+    /// The shape of `makespans`, `balances` and `ramp_ups` (one per sample, in ms) on
+    /// `workers` workers.
     pub(crate) fn of(
         total_work: Duration,
         workers: usize,
         makespans: &[Duration],
         balances: &[f64],
+        ramp_ups_ms: &[f64],
     ) -> PoolShape {
         let makespan = crate::harness::median(makespans);
         PoolShape {
             efficiency: total_work.as_secs_f64() / (workers as f64 * makespan.as_secs_f64()),
             load_balance: median_f64(balances),
+            ramp_up_ms: median_f64(ramp_ups_ms),
         }
     }
 }
@@ -258,9 +329,18 @@ mod tests {
         let row = TaskRow::new(Pattern::Uniform, 200);
         assert_eq!(row.total_work(), Duration::from_micros(50 * 200));
         for imp in TaskImpl::ALL {
-            let (elapsed, work) = row.sample(&pools, imp);
+            let sample = row.sample(&pools, imp);
+            let work = &sample.work;
             assert_eq!(work.iter().sum::<u64>(), 50_000 * 200, "{}", imp.name());
-            assert!(work.len() <= 2 && elapsed >= Duration::from_micros(50 * 100));
+            assert!(work.len() <= 2 && sample.makespan >= Duration::from_micros(50 * 100));
+            // Every thread that worked noted its first task of this sample, within it.
+            assert_eq!(sample.first_task.len(), work.len(), "{}", imp.name());
+            assert!(sample.first_task.iter().all(|&t| t < sample.makespan));
+            assert_eq!(
+                sample.ramp_up(work.len()),
+                sample.first_task.iter().copied().max()
+            );
+            assert_eq!(sample.ramp_up(work.len() + 1), None);
         }
     }
 }

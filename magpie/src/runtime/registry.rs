@@ -502,7 +502,7 @@ impl Registry {
             Ok(_) if cfg!(magpie_shuttle_broken) => {}
             // The push counted the task with a SeqCst RMW (`LinkedInject::push`), and read
             // how many were queued before it.
-            Ok(before) => self.sleep.notify_task_after_seqcst_push(before > 0),
+            Ok(before) => self.sleep.notify_task_after_seqcst_push(before),
             // SAFETY: the refused pointer is the Notified we just gave up.
             Err(ptr) => unsafe { Task::from_header(ptr) }.shutdown(),
         }

@@ -318,7 +318,7 @@ impl Pool {
         // SeqCst: the remote spawn's push (`queue/linked_inject.rs`), which the notification
         // relies on.
         let before = self.jobs.fetch_add(1, SeqCst);
-        self.sleep.notify_task_after_seqcst_push(before > 0);
+        self.sleep.notify_task_after_seqcst_push(before);
     }
 }
 

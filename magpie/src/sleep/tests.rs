@@ -168,38 +168,72 @@ fn backlog_wakes_nobody_while_every_cpu_has_a_worker_awake() {
 }
 
 #[test]
-fn a_task_queued_behind_others_wakes_one_more_while_fewer_than_half_search() {
-    // Six parked workers and two that search; tasks arrive from outside the pool.
-    let sleep = Sleep::new(8);
-    for worker in 2..8 {
-        assert!(!sleep.register_parked(worker, false));
-    }
-    assert!(sleep.try_start_searching());
-    assert!(sleep.try_start_searching());
-    assert_eq!(counts(&sleep), (2, 2));
-    // Into an empty queue: the searchers will find it (R1), nobody is woken.
-    sleep.notify_task_after_seqcst_push(false);
-    assert_eq!(counts(&sleep), (2, 2));
-    // Behind a backlog: one more worker each, woken as a searcher (R1b)...
-    sleep.notify_task_after_seqcst_push(true);
-    assert_eq!(counts(&sleep), (3, 3));
-    sleep.notify_task_after_seqcst_push(true);
-    assert_eq!(counts(&sleep), (4, 4));
-    // ...until half the workers search (R4's cap).
-    sleep.notify_task_after_seqcst_push(true);
-    assert_eq!(counts(&sleep), (4, 4));
-    assert_eq!(claimed_among(&sleep, 2..8), 2);
-    assert_eq!(counts(&sleep), (8, 4));
-
-    // The asymmetric barrier mode (where `Auto` picks it, up to 4 CPUs) keeps R1.
-    let sleep = Sleep::with_driver(8, None, Barrier::best_available());
-    if sleep.barrier.is_asymmetric() {
-        for worker in 1..8 {
-            assert!(!sleep.register_parked(worker, false));
+fn a_queue_longer_than_the_workers_awake_wakes_one_more() {
+    // Six workers on four CPUs, all parked; tasks arrive from outside the pool (a thread on
+    // a CPU of its own), in either barrier mode (R1c does not depend on it).
+    for barrier in [Barrier::SYMMETRIC, Barrier::best_available()] {
+        let mut sleep = Sleep::with_driver(6, None, barrier);
+        sleep.set_cpus(4);
+        for worker in 0..6 {
+            let _ = sleep.register_parked(worker, false);
         }
-        assert!(sleep.try_start_searching());
-        sleep.notify_task_after_seqcst_push(true);
-        assert_eq!(counts(&sleep), (1, 1));
+        // Into an empty queue, nobody searching: R1 wakes one.
+        sleep.notify_task_after_seqcst_push(0);
+        assert_eq!(counts(&sleep), (1, 1), "{barrier:?}");
+        // Behind one task, with one worker awake: one more (R1c), though one searches.
+        sleep.notify_task_after_seqcst_push(1);
+        assert_eq!(counts(&sleep), (2, 2), "{barrier:?}");
+        // Behind one task with two awake: they can take it, nobody more.
+        sleep.notify_task_after_seqcst_push(1);
+        assert_eq!(counts(&sleep), (2, 2), "{barrier:?}");
+        // Behind two: one more.
+        sleep.notify_task_after_seqcst_push(2);
+        assert_eq!(counts(&sleep), (3, 3), "{barrier:?}");
+        // Three awake, and the fourth CPU is the submitter's: however long the queue, a
+        // fourth worker would only take a CPU from it or from them.
+        sleep.notify_task_after_seqcst_push(100);
+        assert_eq!(counts(&sleep), (3, 3), "{barrier:?}");
+        // Each wake claimed one parked worker, which wakes as a searcher.
+        assert_eq!(claimed_among(&sleep, 0..6), 3, "{barrier:?}");
+    }
+}
+
+#[test]
+fn a_queued_task_wakes_where_r1_or_r1c_says() {
+    // Through the remote push's own path, from every state of small pools: a wake happens
+    // exactly where R1 (nobody searches) or R1c (the queue at least as long as the workers
+    // awake, fewer awake than CPUs beside the submitter's) asks, and somebody is parked. R1c only adds wakes, so
+    // the push loses none of R1's wakeups (the proof of README.md covers R1).
+    for n in 1..=6usize {
+        for cpus in [1, 2, n, 2 * n] {
+            for parked in 0..=n {
+                let unparked = n - parked;
+                for searching in 0..=unparked.min(n.div_ceil(2)) {
+                    for queued_before in 0..=n + 1 {
+                        let mut sleep = Sleep::new(n);
+                        sleep.set_cpus(cpus);
+                        for worker in 0..parked {
+                            let _ = sleep.register_parked(worker, false);
+                        }
+                        for _ in 0..searching {
+                            assert!(sleep.try_start_searching());
+                        }
+                        sleep.notify_task_after_seqcst_push(queued_before);
+                        let woke = counts(&sleep).0 > unparked;
+                        let r1 = searching == 0;
+                        let r1c = queued_before > 0
+                            && queued_before >= unparked
+                            && unparked < n.min(cpus - 1);
+                        assert_eq!(
+                            woke,
+                            parked > 0 && (r1 || r1c),
+                            "{n} workers, {cpus} CPUs, {parked} parked, {searching} \
+                             searching, {queued_before} queued before"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -806,11 +840,11 @@ fn a_batch_wakes_a_worker_per_task_where_a_single_task_wakes_one() {
     }
     assert_eq!(counts(&sleep), (0, 0));
     // The first task's notification (R1) wakes one searcher.
-    sleep.notify_task_after_seqcst_push(false);
+    sleep.notify_task_after_seqcst_push(0);
     assert_eq!(counts(&sleep), (1, 1));
     // R1 alone wakes nobody more while that one searches (the searcher took the first task
     // already: no backlog)...
-    sleep.notify_task_after_seqcst_push(false);
+    sleep.notify_task_after_seqcst_push(0);
     assert_eq!(counts(&sleep), (1, 1));
     // ...but the batch's second and third tasks each wake one more.
     sleep.notify_batch_task(1);
