@@ -445,13 +445,13 @@ impl Sleep {
     /// Why: a stream of submissions from one thread into a parked pool otherwise reached
     /// its workers one wake-up latency at a time: R1 woke one, and each later one was woken
     /// by the last searcher as it found work (R3). On the 2-vCPU test machine the second of
-    /// two workers began its first task 0.31–0.35 ms after the first submission, rayon's
-    /// 0.19–0.21 (`magpie-bench scale --only task-pool`, the "ramp" figure, with the bound
-    /// below lifted); on the 16-CPU machine the task pool reached 90.9% efficiency at 16
-    /// workers, rayon's 97.1%. rayon
-    /// wakes a sleeping thread for every job injected into a queue that was not empty; this
-    /// wakes one only while the queue is at least as long as the workers awake, so a worker
-    /// that keeps up with the stream is not joined by idle ones.
+    /// two workers began its first task 0.26–0.39 ms after the first submission, and
+    /// 0.08–0.33 with R1c and the bound below lifted; rayon's 0.20–0.24 (`magpie-bench scale
+    /// --only task-pool`, the "ramp" figure). On the 16-CPU machine the task pool reached
+    /// 90.9% efficiency at 16 workers, rayon's 97.1%. rayon wakes a sleeping thread for
+    /// every job injected into a queue that was not empty; this wakes one only while the
+    /// queue is at least as long as the workers awake, so a worker that keeps up with the
+    /// stream is not joined by idle ones.
     ///
     /// The submitter's CPU: bounded by all the CPUs, R1c woke the second worker of a
     /// 2-worker pool on 2 CPUs at the second remote spawn, where the submitter was still
