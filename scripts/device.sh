@@ -12,7 +12,7 @@
 #     scripts/device.sh plan [SECONDS]
 # runs the issue's table in order of importance and stops starting steps that would not end
 # within SECONDS (default 480): the machine and the cost model's inputs, traces of three
-# iterator operations at 16 workers (`magpie trace --iter`), an interleaved A/B at 16
+# iterator operations at 16 workers (`magpie trace --iter`), an interleaved A/B at 4 and 16
 # workers against the build of `BASE=REV scripts/device.sh build` if there is one, then under
 # `release-lto` (the profile of the issue's table) async, fork-join, iter and the task pool
 # at 2, 4, 8 and 16 workers, then `magpie compare` at 16 and 2, fork-join at 8 workers in
@@ -117,9 +117,10 @@ plan)
         "$bin/release-lto/magpie" trace --pattern variable --tasks 4000 --workers "$w" --out "$work/trace-variable-$w"
     }
     # The base build against this one, interleaved (base, this, base, this), where `build`
-    # made one (BASE=REV): the groups a pending change is about, at 16 workers.
+    # made one (BASE=REV): the groups a pending change is about (R1c: the task pool and the
+    # async rows, which submit from outside), at 4 and 16 workers.
     ab() {
-        local groups=${AB_GROUPS:-task-pool,async,iter}
+        local groups=${AB_GROUPS:-task-pool,async} workers=${AB_WORKERS:-4,16}
         for round in 1 2; do
             for side in base this; do
                 local exe="$bin/release-lto/magpie-bench" rev="$bin/REVISION"
@@ -127,7 +128,7 @@ plan)
                     exe="$bin/base-release-lto/magpie-bench" rev="$bin/base-release-lto/REVISION"
                 fi
                 echo "-- $side ($(cat "$rev" 2>/dev/null || true)), round $round"
-                "$exe" scale --workers 16 --only "$groups" --samples 7 \
+                "$exe" scale --workers "$workers" --only "$groups" --samples 7 \
                     --json "$work/ab-$side-$round.json"
             done
         done
