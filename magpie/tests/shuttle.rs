@@ -456,6 +456,34 @@ fn wait_idle() {
     drop(rt);
 }
 
+/// A stream of submissions from outside into a parked pool of four workers that assumes
+/// four CPUs, so that R1c (sleep/README.md) wakes a worker for a task queued behind others
+/// while another worker searches, as on a large machine (on the 2-CPU test machines it never
+/// fires). Whatever the interleaving of those wakes with the workers' searches and parks,
+/// every task runs exactly once and `wait_idle` returns; a lost wakeup would leave every
+/// thread blocked, which shuttle reports as a deadlock.
+fn stream_into_parked_pool() {
+    let rt = Runtime::builder()
+        .worker_threads(4)
+        .assume_cpus(4)
+        .thread_name("shuttle")
+        .build()
+        .expect("a shuttle runtime");
+    while !all_parked(&rt) {
+        shuttle::thread::yield_now();
+    }
+    let runs: Arc<Vec<AtomicUsize>> = Arc::new((0..5).map(|_| AtomicUsize::new(0)).collect());
+    for i in 0..5 {
+        let runs = runs.clone();
+        drop(rt.submit(move || runs[i].fetch_add(1, SeqCst)));
+    }
+    rt.wait_idle();
+    for (i, count) in runs.iter().enumerate() {
+        assert_eq!(count.load(SeqCst), 1, "task {i}");
+    }
+    drop(rt);
+}
+
 /// Scoped jobs that borrow from the caller's stack, on four workers, with a task spawned
 /// from inside a job.
 fn scope_on_four_workers() {
@@ -793,6 +821,11 @@ fn shuttle_submit_to_and_steal() {
 #[test]
 fn shuttle_wait_idle() {
     check(wait_idle, 10_000, 10_000);
+}
+
+#[test]
+fn shuttle_stream_into_parked_pool() {
+    check(stream_into_parked_pool, 2_000, 2_000);
 }
 
 #[test]

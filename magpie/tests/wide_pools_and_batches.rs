@@ -308,6 +308,69 @@ fn ping_pong_into_a_65_worker_pool_in_both_barrier_modes() {
     }
 }
 
+/// The wakes a large machine makes, on this one: pools of 3 to 16 workers that assume as
+/// many CPUs (`Builder::assume_cpus`), so that R1c wakes a worker for a remote task queued
+/// behind others and R1b one for a job pushed behind another (sleep/README.md), whoever
+/// searches (on 2 CPUs neither fires otherwise). Streams of remote spawns and batches into
+/// pools that park between rounds, and fork-join inside the tasks, in both barrier modes:
+/// every task runs exactly once, every join returns, and a lost wakeup hangs a join or
+/// `wait_idle` (the deadline fails the test).
+#[test]
+fn streams_into_pools_that_wake_as_large_machines_do() {
+    for workers in [3, 4, 8, 16] {
+        for mode in [BarrierMode::Symmetric, BarrierMode::Asymmetric] {
+            let rt = Runtime::builder()
+                .worker_threads(workers)
+                .assume_cpus(workers)
+                .barrier(mode)
+                .build()
+                .unwrap();
+            for round in 0..20usize {
+                wait_until_parked(&rt);
+                let runs: Arc<Vec<AtomicUsize>> =
+                    Arc::new((0..200).map(|_| AtomicUsize::new(0)).collect());
+                let handles: Vec<_> = (0..200usize)
+                    .map(|i| {
+                        let runs = runs.clone();
+                        rt.submit(move || {
+                            runs[i].fetch_add(1, SeqCst);
+                            // A little fork-join inside, for R1b's pushes.
+                            let (a, b) = magpie::join(|| i * 2, || round + 1);
+                            a + b
+                        })
+                    })
+                    .collect();
+                for (i, handle) in handles.into_iter().enumerate() {
+                    assert_eq!(
+                        join(handle, "a streamed closure").unwrap(),
+                        i * 2 + round + 1
+                    );
+                }
+                if round % 4 == 0 {
+                    wait_until_parked(&rt);
+                    let batch = rt.submit_batch((0..100usize).map(|i| {
+                        let runs = runs.clone();
+                        move || runs[i].fetch_add(1, SeqCst)
+                    }));
+                    for handle in batch {
+                        join(handle, "a batch's closure").unwrap();
+                    }
+                }
+                wait_idle(&rt, "wait_idle after a stream");
+                let expected = |i: usize| 1 + usize::from(round % 4 == 0 && i < 100);
+                for (i, count) in runs.iter().enumerate() {
+                    assert_eq!(
+                        count.load(SeqCst),
+                        expected(i),
+                        "{workers} workers, {mode:?}, task {i}"
+                    );
+                }
+            }
+            assert_eq!(rt.stats().tasks_alive, 0);
+        }
+    }
+}
+
 /// Every worker of a 130-worker pool waits inside a task for one of the others' tasks to
 /// be spawned from inside the pool (tasks woken across the three words of the bitmap, by
 /// workers that park and wake around them).

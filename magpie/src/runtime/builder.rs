@@ -94,6 +94,7 @@ pub struct Builder {
     pub(super) trace_capacity: Option<usize>,
     pub(super) poll_time_histogram: bool,
     pub(super) park_safety_net: Option<Duration>,
+    pub(super) assumed_cpus: Option<usize>,
     pub(super) barrier: Option<BarrierMode>,
     pub(super) task_insight: bool,
     pub(super) on_task_spawn: Option<TaskHook>,
@@ -539,6 +540,23 @@ impl Builder {
     pub fn park_safety_net(mut self, timeout: Duration) -> Builder {
         self.park_safety_net = Some(timeout);
         self
+    }
+
+    /// Makes the wake rules that depend on the machine's size (R1b and R1c in
+    /// `sleep/README.md`: a wake beyond the tokio-like rule only while fewer workers are
+    /// awake than CPUs) count `cpus` CPUs instead of the process's available parallelism. A
+    /// testing aid, so that a small machine runs the wakes a large one makes (the tests
+    /// check that no task is lost or run twice with them); hence its absence from the
+    /// documentation. 0 counts as 1.
+    #[doc(hidden)]
+    pub fn assume_cpus(mut self, cpus: usize) -> Builder {
+        self.assumed_cpus = Some(cpus);
+        self
+    }
+
+    /// The CPUs the wake rules count: [`Builder::assume_cpus`], or the available parallelism.
+    pub(super) fn resolved_cpus(&self) -> usize {
+        self.assumed_cpus.unwrap_or_else(available_parallelism)
     }
 
     /// How the workers order their work-stealing deques and their sleep protocol against

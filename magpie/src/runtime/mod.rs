@@ -237,6 +237,7 @@ impl Runtime {
             // None unless asked for (a debugging aid, `Builder::park_safety_net`), and never
             // under loom, where a timed park does not block (see `sync::time`).
             park_safety_net: builder.park_safety_net.filter(|_| !cfg!(loom)),
+            cpus: builder.resolved_cpus(),
             stall: builder
                 .resolved_stall_threshold()?
                 .map(|threshold| (threshold, builder.on_stall.clone())),

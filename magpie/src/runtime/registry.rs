@@ -205,6 +205,8 @@ pub(crate) struct Options {
     pub(crate) hooks: Arc<TaskHooks>,
     pub(crate) barrier: crate::sync::barrier::Barrier,
     pub(crate) park_safety_net: Option<std::time::Duration>,
+    /// The CPUs the process may use, as the wake rules count them (`Builder::assume_cpus`).
+    pub(crate) cpus: usize,
     /// The stall threshold and the `on_stall` hook, if stall detection is on.
     pub(crate) stall: Option<(std::time::Duration, Option<super::stall::StallHook>)>,
 }
@@ -238,7 +240,7 @@ impl Registry {
             .stall
             .map(|(threshold, hook)| super::monitor::Monitor::new(threshold, hook, traced));
         let mut sleep = Sleep::with_driver(n, driver_unpark, options.barrier);
-        sleep.set_cpus(super::builder::available_parallelism());
+        sleep.set_cpus(options.cpus);
         if let Some(monitor) = &monitor {
             sleep.set_bell(monitor.bell.clone());
         }
