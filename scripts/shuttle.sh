@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole runtime under shuttle's randomized schedulers (magpie/tests/shuttle.rs): 18
+# The whole runtime under shuttle's randomized schedulers (magpie/tests/shuttle.rs): 19
 # scenarios, most with 10,000 random and 10,000 PCT schedules, built with `--cfg shuttle` in its
 # own target directory (3 of them through the model of the I/O driver, `io/fake_driver.rs`).
 # About 2.5 minutes on 2 cores, plus the build; then the two negative controls (seconds).
