@@ -299,6 +299,11 @@ struct ScaleArgs {
     /// Tasks per task-pool row [default: 4000, or 2000 with --quick].
     #[arg(long)]
     tasks: Option<usize>,
+    /// Make magpie's pools count this many CPUs in the wake rules that depend on the
+    /// machine's size, so that the counts show on a small machine the wakes a large one
+    /// makes (its timings then compare nothing: the workers share fewer CPUs).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    assume_cpus: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -620,6 +625,14 @@ fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
             list.join(", ")
         ),
     );
+    if let Some(cpus) = args.assume_cpus {
+        pools::assume_cpus(cpus as usize);
+        println!(
+            "- magpie's pools assume {cpus} CPUs (--assume-cpus): the counts show the wakes of \
+             such a machine; the times, on {} CPUs, compare nothing",
+            info.cpus
+        );
+    }
     print_cold_start_line();
     let cfg = scale::Config {
         counts,

@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 /// One of the implementations under comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,6 +170,26 @@ impl fmt::Debug for Pools {
 pub(crate) const MAGPIE_THREAD_PREFIX: &str = "bench-magpie";
 pub(crate) const RAYON_THREAD_PREFIX: &str = "bench-rayon";
 
+/// The CPU count the magpie pools of `scale --assume-cpus` count (0: the machine's).
+static ASSUMED_CPUS: AtomicUsize = AtomicUsize::new(0);
+
+/// Makes the magpie pools built from now on count `cpus` CPUs in their wake rules
+/// (`magpie::Builder::assume_cpus`, a testing aid of the runtime): `scale --assume-cpus`, so
+/// that a small machine shows in the counts the wakes a large one makes.
+pub(crate) fn assume_cpus(cpus: usize) {
+    // Relaxed: set by the main thread before any pool is built.
+    ASSUMED_CPUS.store(cpus, Relaxed);
+}
+
+/// A builder for a magpie pool of this benchmark: the defaults, with `--assume-cpus` if given.
+pub(crate) fn magpie_builder() -> magpie::Builder {
+    // Relaxed: see `assume_cpus`.
+    match ASSUMED_CPUS.load(Relaxed) {
+        0 => magpie::Runtime::builder(),
+        cpus => magpie::Runtime::builder().assume_cpus(cpus),
+    }
+}
+
 impl Pools {
     /// Builds the three pools with `workers` threads of parallelism each.
     ///
@@ -177,7 +198,7 @@ impl Pools {
     /// threads, so it starts `workers - 1` worker threads (plus its heartbeat thread) and the
     /// calling thread works. All three thus run the computation on `workers` threads.
     pub(crate) fn new(workers: usize) -> Pools {
-        let magpie = magpie::Runtime::builder()
+        let magpie = magpie_builder()
             .worker_threads(workers)
             .thread_name(MAGPIE_THREAD_PREFIX)
             .build()
