@@ -34,7 +34,10 @@
 //! barriers (`membarrier` calls) and heavy barriers per steal, parks, unparks, spawns and
 //! unparks per spawn, inject-queue lock acquisitions. The default worker counts are 1, 2, 4,
 //! ... below the CPU count, then the CPU count; `--quick` (5 samples, 2,000 tasks per
-//! task-pool row) takes a few minutes at `--workers 1,2` on two CPUs. See `scale.rs`.
+//! task-pool row) takes a few minutes at `--workers 1,2` on two CPUs. `--assume-cpus N`
+//! makes magpie's pools count N CPUs in the wake rules that depend on the machine's size,
+//! so that the counts of a small machine show a large one's wakes (not its times). See
+//! `scale.rs`.
 
 mod async_rows;
 mod cold_start;
