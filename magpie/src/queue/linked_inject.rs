@@ -311,6 +311,12 @@ impl<T: Linked> fmt::Debug for LinkedInject<T> {
     }
 }
 
+/// The number of nodes a raw value of the length word stands for: below zero (a node taken
+/// before its push counted it, invariant 4) reads as 0.
+fn count_of(raw: usize) -> usize {
+    (raw as isize).max(0) as usize
+}
+
 impl<T: Linked> LinkedInject<T> {
     pub(crate) fn new() -> LinkedInject<T> {
         const { assert!(align_of::<T>() > 1, "`closed` needs nodes off address 1") };
@@ -399,8 +405,7 @@ impl<T: Linked> LinkedInject<T> {
     pub(crate) unsafe fn push(&self, node: NonNull<T>) -> Result<usize, NonNull<T>> {
         // SAFETY: the node is ours and unpublished (caller); a chain of one.
         let before = unsafe { self.publish(node, node, 1) }.ok_or(node)?;
-        // Below zero (a node taken before its push counted it) reads as 0, as in `len`.
-        Ok((before as isize).max(0) as usize)
+        Ok(count_of(before))
     }
 
     /// Appends every node of `nodes`, in order, with one CAS (a worker's overflow moves half
@@ -520,9 +525,8 @@ impl<T: Linked> LinkedInject<T> {
     pub(crate) fn len(&self) -> usize {
         // Relaxed: a hint. A consumer that acts on it takes the lock and the Acquire swap;
         // the sleep protocol's recheck is ordered by its barriers (module docs, "The
-        // length"). Below zero (a node taken before its push counted it) reads as 0.
-        let len = self.shared.len.load(Relaxed) as isize;
-        len.max(0) as usize
+        // length").
+        count_of(self.shared.len.load(Relaxed))
     }
 
     /// Whether the queue looks empty (possibly stale; see `len`).

@@ -418,16 +418,12 @@ impl Sleep {
         }
         // SeqCst: see above; pairs with the SeqCst decrement and fence in `register_parked`.
         if let Some(state) = self.unsaturated(SeqCst) {
-            if queued_before == 0 {
-                self.notify_task_cold(state);
-            } else {
-                self.notify_queued_task_cold(state, queued_before);
-            }
+            self.notify_queued_task_cold(state, queued_before);
         }
     }
 
     /// R1 or R1c for a task queued behind `queued_before` others: wakes a worker that may run
-    /// tasks.
+    /// tasks. Behind none, R1c asks for a wake only with nobody awake, where R1 does too.
     #[cold]
     fn notify_queued_task_cold(&self, state: IdleState, queued_before: usize) {
         if self.wake_wanted(state) || self.queue_outruns_workers(state, queued_before) {
