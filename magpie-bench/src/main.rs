@@ -532,11 +532,22 @@ fn print_load_after() {
 }
 
 fn write_json(path: &PathBuf, info: &MachineInfo, kind: &str, body: String) -> ExitCode {
-    let doc = json::object(&[
-        ("machine", info.json()),
-        ("benchmark", json::string(kind)),
-        ("results", body),
-    ]);
+    write_json_with(path, info, kind, Vec::new(), body)
+}
+
+/// [`write_json`] with `settings`, fields of the run's own that the machine's do not say,
+/// between the benchmark's name and its results.
+fn write_json_with(
+    path: &PathBuf,
+    info: &MachineInfo,
+    kind: &str,
+    settings: Vec<(&str, String)>,
+    body: String,
+) -> ExitCode {
+    let mut fields = vec![("machine", info.json()), ("benchmark", json::string(kind))];
+    fields.extend(settings);
+    fields.push(("results", body));
+    let doc = json::object(&fields);
     match std::fs::write(path, doc + "\n") {
         Ok(()) => {
             eprintln!("wrote {}", path.display());
@@ -654,7 +665,19 @@ fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
     println!("{}", scale::legend());
     print_load_after();
     match &args.sampling.json {
-        Some(path) => write_json(path, info, "scale", scale::rows_json(&rows)),
+        // The CPUs the wake rules counted (`--assume-cpus`; null: the machine's), without
+        // which a file of counts from a small machine would pass for a large one's.
+        Some(path) => write_json_with(
+            path,
+            info,
+            "scale",
+            vec![(
+                "assumed_cpus",
+                args.assume_cpus
+                    .map_or_else(|| "null".to_owned(), |cpus| cpus.to_string()),
+            )],
+            scale::rows_json(&rows),
+        ),
         None => ExitCode::SUCCESS,
     }
 }

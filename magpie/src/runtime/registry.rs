@@ -1036,10 +1036,10 @@ impl Registry {
     fn wake_a_driving_sleeper(&self) {
         if let Some(worker) = self.sleep.parked_join_waiter() {
             self.sleep.wake_worker(worker);
-            return;
+        } else {
+            #[cfg(not(any(loom, shuttle)))]
+            self.blocked_waiters.wake_all();
         }
-        #[cfg(not(any(loom, shuttle)))]
-        self.blocked_waiters.wake_all();
     }
 
     /// Runs `op` on a worker of this registry, from a thread that is not one of them, and
