@@ -11,7 +11,8 @@
 # has 15 minutes of device time in all, its start included, and one call may run 10):
 #     scripts/device.sh plan [SECONDS]
 # runs the issue's table in order of importance and stops starting steps that would not end
-# within SECONDS (default 480): the machine and the cost model's inputs, traces of three
+# within SECONDS (default 480): the machine, the cost model's inputs, this machine's wake-up
+# latency and `magpie-bench bounds` (what no scheduler can beat), traces of three
 # iterator operations at 16 workers (`magpie trace --iter`), an interleaved A/B at 4 and 16
 # workers against the build of `BASE=REV scripts/device.sh build` if there is one, then under
 # `release-lto` (the profile of the issue's table) async, fork-join, iter and the task pool
@@ -100,6 +101,12 @@ plan)
     inputs() {
         machine
         "$bin/release/barrier_cost"
+        # This machine's wake-up latency (the helper's delay after a 3 ms pause is
+        # two / one - 1 times the 0.35 ms piece), then what no scheduler can beat here: the
+        # sorts' trees and the task pool in arrival order, with a 60 µs wake (magpie-bench
+        # bounds; rerun it with --wake-us from the first figure if that differs much).
+        "$bin/release-lto/magpie-bench" cold-start --rounds 30 --pauses-us 3000
+        "$bin/release-lto/magpie-bench" bounds --rounds 3
     }
     scale() {
         scale_json "$1" "$2" "$3" 7 "$work/scale-$1-$2-${3//,/_}.json"
@@ -133,7 +140,7 @@ plan)
             done
         done
     }
-    step 45 inputs inputs
+    step 75 inputs inputs
     step 30 traces traces 16
     if [ -x "$bin/base-release-lto/magpie-bench" ]; then
         step 160 ab-16 ab

@@ -275,7 +275,7 @@ pub(crate) const QUICKSORT_CUTOFF: usize = 4096;
 ///
 /// Returns `p` with `0 < p < v.len()`, every element of `v[..p]` at most every element of
 /// `v[p..]`. Needs `v.len() >= 2`.
-fn partition(v: &mut [u32]) -> usize {
+pub(crate) fn partition(v: &mut [u32]) -> usize {
     let len = v.len();
     debug_assert!(len >= 2);
     let mid = len / 2;
@@ -332,6 +332,12 @@ impl Task for SortTask<'_> {
     }
 }
 
+/// The quicksort row's input: `len` pseudo-random `u32`s from a fixed seed.
+pub(crate) fn quicksort_input(len: usize) -> Vec<u32> {
+    let mut rng = XorShift64::new(0x736f_7274);
+    (0..len).map(|_| (rng.next_u64() >> 32) as u32).collect()
+}
+
 /// The `quicksort` workload: every sample sorts a fresh copy of the same random input.
 #[derive(Debug)]
 pub(crate) struct QuicksortWorkload {
@@ -343,8 +349,7 @@ pub(crate) struct QuicksortWorkload {
 impl QuicksortWorkload {
     /// `len` pseudo-random `u32`s from a fixed seed.
     pub(crate) fn new(len: usize) -> QuicksortWorkload {
-        let mut rng = XorShift64::new(0x736f_7274);
-        let input: Vec<u32> = (0..len).map(|_| (rng.next_u64() >> 32) as u32).collect();
+        let input = quicksort_input(len);
         let mut sorted = input.clone();
         sorted.sort_unstable();
         let buf = vec![0; len];

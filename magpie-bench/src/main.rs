@@ -15,6 +15,7 @@
 //!                                              [--shapes lifo,ring,mailbox,job]
 //! cargo run --release -p magpie-bench -- cold-start [--work-us W] [--rounds R]
 //!                                                   [--pauses-us 0,100,1000,3000]
+//! cargo run --release -p magpie-bench -- bounds [--workers 1,2,4,8,16] [--wake-us 60]
 //! cargo run --release -p magpie-bench -- net [--rows echo,hello,mixed,blocked,idle-conns]
 //!                                            [--secs S] [--conns 1,64,512]
 //!                                            [--idle-conns 10000] [--json PATH]
@@ -40,6 +41,7 @@
 //! `scale.rs`.
 
 mod async_rows;
+mod bounds;
 mod cold_start;
 mod fork_join;
 mod harness;
@@ -98,6 +100,34 @@ enum Command {
     /// How soon this machine runs a second thread in parallel when work arrives after its
     /// CPUs idled (no runtime involved): two threads' time over one thread's, after pauses.
     ColdStart(ColdStartArgs),
+    /// What no scheduler can beat: the quicksort row's task tree and a model of
+    /// `par_sort_unstable`'s, timed on one thread (work, span, the bound max(work / p, span),
+    /// an ideal greedy schedule), and the task pool's patterns scheduled in arrival order
+    /// with no overhead.
+    Bounds(BoundsArgs),
+}
+
+#[derive(Args, Debug)]
+struct BoundsArgs {
+    /// Worker counts.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
+    workers: Vec<usize>,
+    /// Elements of the sorts (the `fork-join` and `scale` default).
+    #[arg(long, default_value_t = 10_000_000)]
+    sort_len: usize,
+    /// Timed trees per sort; the tables give medians.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Tasks per task-pool pattern (`scale`'s default).
+    #[arg(long, default_value_t = 4_000)]
+    tasks: usize,
+    /// Time between two submissions of the task pool, in ns (about one remote spawn).
+    #[arg(long, default_value_t = 100)]
+    submit_ns: u64,
+    /// One wake-up latency, in µs, for the task pool's woken starts (`cold-start` measures
+    /// this machine's: the helper's delay is two / one - 1 times the piece).
+    #[arg(long, default_value_t = 60)]
+    wake_us: u64,
 }
 
 #[derive(Args, Debug)]
@@ -895,6 +925,19 @@ fn cold_start(args: &ColdStartArgs, info: &MachineInfo) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn bounds(args: &BoundsArgs, info: &MachineInfo) -> ExitCode {
+    info.print_with_pools("bounds", "no pool: one thread times the work");
+    bounds::run(&bounds::Config {
+        counts: args.workers.clone(),
+        sort_len: args.sort_len,
+        rounds: args.rounds,
+        tasks: args.tasks,
+        submit_ns: args.submit_ns,
+        wake_us: args.wake_us,
+    });
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let info = MachineInfo::collect();
@@ -902,7 +945,13 @@ fn main() -> ExitCode {
         Command::ColdStart(a) if a.work_us == 0 || a.rounds == 0 => {
             Some("--work-us and --rounds must be positive")
         }
-        Command::ColdStart(_) | Command::Scale(_) => None,
+        Command::Bounds(a) if a.workers.contains(&0) || a.workers.is_empty() => {
+            Some("--workers must be positive")
+        }
+        Command::Bounds(a) if a.sort_len < 64 || a.rounds == 0 || a.tasks == 0 => {
+            Some("--sort-len must be at least 64, --rounds and --tasks positive")
+        }
+        Command::ColdStart(_) | Command::Scale(_) | Command::Bounds(_) => None,
         Command::ForkJoin(ForkJoinArgs { workers, .. })
         | Command::Idle(IdleArgs { workers, .. })
         | Command::Async(AsyncArgs { workers, .. })
@@ -925,5 +974,6 @@ fn main() -> ExitCode {
         Command::Net(args) => net(args, &info),
         Command::Stall(args) => stall(args, &info),
         Command::ColdStart(args) => cold_start(args, &info),
+        Command::Bounds(args) => bounds(args, &info),
     }
 }

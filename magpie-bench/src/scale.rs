@@ -33,6 +33,7 @@ mod task_pool;
 use std::time::Duration;
 
 pub(crate) use report::{legend, render_row, rows_json};
+pub(crate) use task_pool::{durations as task_pool_durations, PATTERNS as TASK_POOL_PATTERNS};
 
 use crate::async_rows::{AsyncImpl, AsyncPools, Row};
 use crate::fork_join::{self, ForkJoinRow};

@@ -53,6 +53,11 @@ pub(crate) const PATTERNS: [Pattern; 3] = [Pattern::Variable, Pattern::Uniform, 
 /// magpie-cli's default `--seed`.
 const SEED: u64 = 0x5EED;
 
+/// The durations of `tasks` tasks of `pattern`, in arrival order: a task-pool row's.
+pub(crate) fn durations(pattern: Pattern, tasks: usize) -> Vec<Duration> {
+    TaskRow::new(pattern, tasks).durations
+}
+
 /// One of the task pools under comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TaskImpl {
