@@ -20,13 +20,12 @@
 //! - **quicksort**, the `fork-join` row exactly: its partition, its cutoff and its input,
 //!   every node timed as it runs on this thread. Its span is the chain of partitions from
 //!   the root down the larger side: the root's partition alone is a sixteenth of the work.
-//! - **A model of `par_sort_unstable`**: magpie's tree shape (the pivot the median of a
-//!   sample, the pivot left out of both halves, pieces of at most `len / (16 p)` sorted by
-//!   `sort_unstable`), with a branchless Lomuto scan standing in for magpie's partition
-//!   (`sort/quick.rs` runs the same kind of cyclic scan, with more cases around it). Only a
-//!   model: magpie's own nodes are not timed. Its pieces depend on `p`, so each count has its
-//!   tree. A parallel partition would shorten the span, and needs the pivot shared between
-//!   threads (`T: Sync`), which `par_sort_unstable` does not require.
+//! - **`par_sort_unstable`**, magpie's own tree: the library's recursion run on this thread
+//!   with every piece timed (`magpie::__bench`, hidden): choosing the pivot and partitioning,
+//!   or sorting a piece of at most `len / (16 p)` whole, so each count has its tree. Only the
+//!   check for sorted input before it (a parallel scan that stops at the first pair out of
+//!   order) is left out. A parallel partition would shorten the span, and needs the pivot
+//!   shared between threads (`T: Sync`), which `par_sort_unstable` does not require.
 //!
 //! The task pool: `scale`'s three patterns, in their order of arrival, `--submit-ns` apart
 //! (one thread submitting), each to the first worker free (a schedule that takes tasks in the
@@ -140,41 +139,11 @@ pub(crate) fn quicksort_tree(v: &mut [u32], tree: &mut Tree) -> u32 {
     node
 }
 
-/// Partitions `v` around the median of 63 evenly spaced elements with a branchless Lomuto
-/// scan, and returns the pivot's final index: before it the smaller elements, after it the
-/// others. The stand-in for magpie's partition in the `par_sort_unstable` model. Needs
-/// `v.len() >= 63`.
-fn lomuto_partition(v: &mut [u32]) -> usize {
-    const SAMPLE: usize = 63;
-    let stride = v.len() / SAMPLE;
-    let mut sample: Vec<(u32, usize)> = (0..SAMPLE).map(|k| (v[k * stride], k * stride)).collect();
-    sample.sort_unstable();
-    v.swap(0, sample[SAMPLE / 2].1);
-    let (pivot, rest) = v.split_first_mut().expect("`v` is not empty");
-    let pivot = *pivot;
-    let mut less = 0;
-    for i in 0..rest.len() {
-        // Every element moves (to `less`, the first not smaller), and `less` advances past
-        // it if it is smaller: no branch on the comparison.
-        rest.swap(i, less);
-        less += usize::from(rest[less] < pivot);
-    }
-    v.swap(0, less);
-    less
-}
-
-/// The `par_sort_unstable` model's tree (see the module docs), pieces of at most `grain`.
-pub(crate) fn sort_model_tree(v: &mut [u32], grain: usize, tree: &mut Tree) -> u32 {
-    if v.len() <= grain.max(64) {
-        return tree.push(timed(|| v.sort_unstable()));
-    }
-    let mut mid = 0;
-    let node = tree.push(timed(|| mid = lomuto_partition(v)));
-    let (lo, rest) = v.split_at_mut(mid);
-    let a = sort_model_tree(lo, grain, tree);
-    let b = sort_model_tree(&mut rest[1..], grain, tree);
-    tree.children[node as usize] = vec![a, b];
-    node
+/// `par_sort_unstable`'s own tree on `v` as `workers` workers would cut it, each piece
+/// timed on this thread (`magpie::__bench`).
+pub(crate) fn sort_tree(v: &mut [u32], workers: usize) -> Tree {
+    let (own_ns, children) = magpie::__bench::par_sort_unstable_timed_tree(v, workers);
+    Tree { own_ns, children }
 }
 
 /// A schedule of tasks in arrival order: its makespan and every worker's work, in ns.
@@ -299,26 +268,25 @@ pub(crate) fn run(cfg: &Config) {
         |_| trees.clone(),
     );
 
-    let models = |workers: usize| -> Vec<Tree> {
+    let sort_trees = |workers: usize| -> Vec<Tree> {
         (0..cfg.rounds.max(1))
             .map(|_| {
                 let mut v = input.clone();
-                let mut tree = Tree::default();
-                sort_model_tree(&mut v, cfg.sort_len / (16 * workers.max(1)), &mut tree);
-                assert!(v.windows(2).all(|w| w[0] <= w[1]), "the model's tree sorts");
+                let tree = sort_tree(&mut v, workers);
+                assert!(v.windows(2).all(|w| w[0] <= w[1]), "the sort's tree sorts");
                 tree
             })
             .collect()
     };
-    eprintln!("bounds: par_sort_unstable model");
+    eprintln!("bounds: par_sort_unstable tree");
     print_tree_table(
         &format!(
-            "A model of `par_sort_unstable` of {} u32 (`sort_unstable` alone: {} ms)",
+            "`par_sort_unstable` of {} u32, magpie's own tree (`sort_unstable` alone: {} ms)",
             cfg.sort_len,
             fmt_ms(median_f64(&sequential) / 1e6)
         ),
         &cfg.counts,
-        models,
+        sort_trees,
     );
 
     print_task_pool(cfg);
@@ -486,32 +454,16 @@ mod tests {
     }
 
     #[test]
-    fn the_sort_model_sorts_and_splits_to_its_grain() {
+    fn the_sort_tree_is_magpies() {
         let mut v: Vec<u32> = (0..100_000u32)
             .map(|i| i.wrapping_mul(40_503) ^ 0x5555)
             .collect();
         let mut expected = v.clone();
         expected.sort_unstable();
-        let mut t = Tree::default();
-        sort_model_tree(&mut v, 1_000, &mut t);
+        let t = sort_tree(&mut v, 4);
         assert_eq!(v, expected);
-        // Every inner node has two children; there are more than 100 leaves.
-        let leaves = t.children.iter().filter(|c| c.is_empty()).count();
-        assert!(leaves >= 100, "{leaves} leaves");
         assert!(t.children.iter().all(|c| c.is_empty() || c.len() == 2));
-    }
-
-    #[test]
-    fn lomuto_partitions_around_its_pivot() {
-        for len in [63usize, 64, 1000, 4097] {
-            let mut v: Vec<u32> = (0..len as u32)
-                .map(|i| i.wrapping_mul(2_246_822_519) % 97)
-                .collect();
-            let mid = lomuto_partition(&mut v);
-            let pivot = v[mid];
-            assert!(v[..mid].iter().all(|&x| x < pivot), "len {len}");
-            assert!(v[mid + 1..].iter().all(|&x| x >= pivot), "len {len}");
-        }
+        assert!(t.greedy_ns(4) >= t.lower_bound_ns(4));
     }
 
     #[test]

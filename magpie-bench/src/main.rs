@@ -100,8 +100,8 @@ enum Command {
     /// How soon this machine runs a second thread in parallel when work arrives after its
     /// CPUs idled (no runtime involved): two threads' time over one thread's, after pauses.
     ColdStart(ColdStartArgs),
-    /// What no scheduler can beat: the quicksort row's task tree and a model of
-    /// `par_sort_unstable`'s, timed on one thread (work, span, the bound max(work / p, span),
+    /// What no scheduler can beat: the quicksort row's task tree and `par_sort_unstable`'s,
+    /// timed on one thread (work, span, the bound max(work / p, span),
     /// an ideal greedy schedule), and the task pool's patterns scheduled in arrival order
     /// with no overhead.
     Bounds(BoundsArgs),

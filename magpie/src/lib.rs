@@ -146,6 +146,13 @@ pub use stats::{Stats, WorkerStats};
 pub use sync::barrier::{BarrierMode, AUTO_ASYMMETRIC_MAX_CPUS};
 pub use task::{JoinError, JoinHandle};
 
+/// What `magpie-bench bounds` measures of magpie's own algorithms: not part of magpie's API,
+/// and free to change with them.
+#[doc(hidden)]
+pub mod __bench {
+    pub use crate::iter::sort::timed_tree as par_sort_unstable_timed_tree;
+}
+
 /// Hooks for the shuttle scenarios (`tests/shuttle.rs`), only under `cfg(shuttle)`: not part
 /// of magpie's API.
 #[cfg(shuttle)]

@@ -59,7 +59,7 @@ mod par_iter;
 pub mod plumbing;
 pub mod range;
 pub mod slice;
-mod sort;
+pub(crate) mod sort;
 pub mod vec;
 
 pub use adapters::{

@@ -81,6 +81,7 @@ mod quick;
 
 pub(crate) use merge::par_mergesort;
 pub(crate) use quick::par_quicksort;
+pub use quick::timed_tree;
 
 use crate::sync::atomic::Relaxed;
 use crate::sync::AtomicBool;
@@ -220,7 +221,7 @@ fn swap_mirrored<T: Send>(a: &mut [T], b: &mut [T], grain: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::{par_mergesort, par_quicksort};
+    use super::{par_mergesort, par_quicksort, timed_tree, MIN_PARALLEL};
     use crate::util::rand::FastRand;
     use crate::Runtime;
     use std::panic::{self, AssertUnwindSafe};
@@ -558,5 +559,40 @@ mod tests {
             random_order::<2>();
             random_order::<12>();
         });
+    }
+
+    /// `magpie-bench bounds`' view of the unstable sort: the pieces `recurse` cuts, timed
+    /// one after the other. The tree must be the sort's (a binary tree in which every piece
+    /// is split in two or sorted whole, pieces no longer than the grain at the leaves), and
+    /// the sort must be done.
+    #[test]
+    fn the_timed_tree_sorts_and_records_every_piece() {
+        let len = 200_000u32;
+        let mut v: Vec<u32> = (0..len).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+        let mut expect = v.clone();
+        expect.sort_unstable();
+        let (own_ns, children) = timed_tree(&mut v, 4);
+        assert_eq!(v, expect);
+        assert_eq!(own_ns.len(), children.len());
+        let mut parents = vec![0usize; children.len()];
+        for (piece, halves) in children.iter().enumerate() {
+            assert!(
+                halves.is_empty() || halves.len() == 2,
+                "piece {piece}: {halves:?}"
+            );
+            for &half in halves {
+                assert!(half as usize > piece, "a half comes after its piece");
+                parents[half as usize] += 1;
+            }
+        }
+        assert_eq!(parents[0], 0, "the root is nobody's half");
+        assert!(
+            parents[1..].iter().all(|&n| n == 1),
+            "every other piece is one half"
+        );
+        // Pieces of at most max(200,000 / 64, MIN_PARALLEL) = 4,096 at the leaves: at least
+        // 49 of them.
+        let leaves = children.iter().filter(|h| h.is_empty()).count();
+        assert!(leaves >= len as usize / MIN_PARALLEL, "{leaves} leaves");
     }
 }

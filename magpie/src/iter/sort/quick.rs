@@ -39,30 +39,163 @@ where
     if sorted_or_reversed(v, is_less, false) {
         return;
     }
-    let grain = (len / (workers * PIECES_PER_WORKER)).max(MIN_PARALLEL);
-    // pdqsort's bound: about log2(len) badly unbalanced partitions before giving up.
-    let limit = usize::BITS - len.leading_zeros();
-    recurse(v, is_less, None, limit, grain);
+    recurse(
+        v,
+        is_less,
+        None,
+        limit_for(len),
+        grain_for(len, workers),
+        &Join,
+    );
+}
+
+/// The piece below which the sequential sort finishes: enough pieces for each of `workers`
+/// to take several.
+fn grain_for(len: usize, workers: usize) -> usize {
+    (len / (workers * PIECES_PER_WORKER)).max(MIN_PARALLEL)
+}
+
+/// pdqsort's bound: about log2(len) badly unbalanced partitions before giving up.
+fn limit_for(len: usize) -> u32 {
+    usize::BITS - len.leading_zeros()
+}
+
+/// How [`recurse`] runs the two halves of a partitioned piece, and what it says of each
+/// piece: [`Join`] in a sort; [`Timed`], one after the other with every piece timed, for
+/// [`timed_tree`].
+trait Fork: Sync {
+    /// A piece begins.
+    fn begin(&self) {}
+    /// The piece was sorted whole, without halves.
+    fn leaf(&self) {}
+    /// The piece's own work is done: runs its halves.
+    fn halves<A, B>(&self, a: A, b: B)
+    where
+        A: FnOnce() + Send,
+        B: FnOnce() + Send;
+}
+
+/// The halves through `join`, in parallel.
+struct Join;
+
+impl Fork for Join {
+    #[inline]
+    fn halves<A, B>(&self, a: A, b: B)
+    where
+        A: FnOnce() + Send,
+        B: FnOnce() + Send,
+    {
+        crate::join(a, b);
+    }
+}
+
+/// The halves on this thread, in order, each piece's own time recorded (ns, from its start
+/// to its halves or its end) with the pieces it split into.
+#[derive(Default)]
+struct Timed {
+    state: std::sync::Mutex<TimedState>,
+}
+
+#[derive(Default)]
+struct TimedState {
+    own_ns: Vec<u64>,
+    children: Vec<Vec<u32>>,
+    /// The pieces begun and not yet ended, innermost last, with their starts.
+    open: Vec<(u32, std::time::Instant)>,
+}
+
+impl Timed {
+    fn state(&self) -> std::sync::MutexGuard<'_, TimedState> {
+        // Poisoned only if a comparison panicked, and `timed_tree` compares integers.
+        self.state.lock().expect("the timed sort does not panic")
+    }
+
+    /// Records the innermost open piece's own time, up to now.
+    fn close_own(&self) {
+        let mut state = self.state();
+        let (piece, start) = *state.open.last().expect("a piece is open");
+        state.own_ns[piece as usize] =
+            u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    }
+}
+
+impl Fork for Timed {
+    fn begin(&self) {
+        let mut state = self.state();
+        let piece = u32::try_from(state.own_ns.len()).expect("fewer than 2^32 pieces");
+        state.own_ns.push(0);
+        state.children.push(Vec::new());
+        if let Some(&(parent, _)) = state.open.last() {
+            state.children[parent as usize].push(piece);
+        }
+        state.open.push((piece, std::time::Instant::now()));
+    }
+
+    fn leaf(&self) {
+        self.close_own();
+        self.state().open.pop();
+    }
+
+    fn halves<A, B>(&self, a: A, b: B)
+    where
+        A: FnOnce() + Send,
+        B: FnOnce() + Send,
+    {
+        self.close_own();
+        a();
+        b();
+        self.state().open.pop();
+    }
+}
+
+/// The task tree of `par_sort_unstable` on `v` as `workers` workers would cut it, run on
+/// this thread with every piece timed: each piece's own time (ns: choosing its pivot and
+/// partitioning it, or sorting it whole) and the pieces it split into, the root first and
+/// every piece before its halves. Leaves `v` sorted. For `magpie-bench bounds`, which
+/// schedules the tree on ideal workers; not part of the API. The check for sorted or
+/// reversed input that precedes the sort (a parallel scan, stopped at the first pair out of
+/// order on random input) is not in the tree.
+#[doc(hidden)]
+pub fn timed_tree(v: &mut [u32], workers: usize) -> (Vec<u64>, Vec<Vec<u32>>) {
+    let timed = Timed::default();
+    let len = v.len();
+    recurse(
+        v,
+        &|a: &u32, b: &u32| a < b,
+        None,
+        limit_for(len),
+        grain_for(len, workers.max(1)),
+        &timed,
+    );
+    let state = timed
+        .state
+        .into_inner()
+        .expect("the timed sort does not panic");
+    (state.own_ns, state.children)
 }
 
 /// Sorts `v`, whose elements are all at least `ancestor` when it is given (the pivot of an
 /// enclosing partition, right of which `v` lies). `limit` is how many more badly unbalanced
 /// partitions are allowed before a piece goes to the sequential sort.
-fn recurse<'a, T, F>(
+fn recurse<'a, T, F, K>(
     mut v: &'a mut [T],
     is_less: &F,
     ancestor: Option<&'a mut T>,
     mut limit: u32,
     grain: usize,
+    fork: &K,
 ) where
     T: Send,
     F: Fn(&T, &T) -> bool + Sync,
+    K: Fork,
 {
+    fork.begin();
     loop {
         let len = v.len();
         if len <= grain || limit == 0 {
             // ipnsort is O(n log n) in the worst case too.
             v.sort_unstable_by(ordering(is_less));
+            fork.leaf();
             return;
         }
         let (pivot, equal_left) = choose_pivot(v, is_less, limit);
@@ -89,9 +222,9 @@ fn recurse<'a, T, F>(
         if left.len().min(right.len()) < len / 8 {
             limit -= 1;
         }
-        crate::join(
-            || recurse(left, is_less, ancestor, limit, grain),
-            || recurse(right, is_less, Some(pivot), limit, grain),
+        fork.halves(
+            || recurse(left, is_less, ancestor, limit, grain, fork),
+            || recurse(right, is_less, Some(pivot), limit, grain, fork),
         );
         return;
     }
