@@ -184,7 +184,9 @@ pub(crate) fn fifo_schedule(durations: &[u64], submit_ns: u64, starts_ns: &[u64]
     let mut makespan_ns = 0;
     for (i, &d) in durations.iter().enumerate() {
         let Reverse((at, k)) = free.pop().expect("at least one worker");
-        let end = at.max(i as u64 * submit_ns) + d;
+        let end = at
+            .max((i as u64).saturating_mul(submit_ns))
+            .saturating_add(d);
         work_ns[k] += d;
         makespan_ns = makespan_ns.max(end);
         free.push(Reverse((end, k)));
@@ -215,8 +217,8 @@ impl Ramp {
             .map(|k| match self {
                 Ramp::Ready => 0,
                 // ⌈log2(k + 1)⌉ = the bits of k.
-                Ramp::Tree => wake_ns * u64::from(u64::BITS - k.leading_zeros()),
-                Ramp::Chain => wake_ns * k,
+                Ramp::Tree => wake_ns.saturating_mul(u64::from(u64::BITS - k.leading_zeros())),
+                Ramp::Chain => wake_ns.saturating_mul(k),
             })
             .collect()
     }
@@ -339,7 +341,7 @@ fn print_tree_table(title: &str, counts: &[usize], trees_for: impl Fn(usize) -> 
 }
 
 fn print_task_pool(cfg: &Config) {
-    let wake_ns = cfg.wake_us * 1000;
+    let wake_ns = cfg.wake_us.saturating_mul(1000);
     println!(
         "### The task pool in arrival order, no overhead ({} tasks submitted {} ns apart; \
          a wake-up {} µs)\n",

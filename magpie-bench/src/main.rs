@@ -945,8 +945,8 @@ fn main() -> ExitCode {
         Command::ColdStart(a) if a.work_us == 0 || a.rounds == 0 => {
             Some("--work-us and --rounds must be positive")
         }
-        Command::Bounds(a) if a.workers.contains(&0) || a.workers.is_empty() => {
-            Some("--workers must be positive")
+        Command::Bounds(a) if a.workers.iter().any(|&w| w == 0 || w > 65_536) => {
+            Some("--workers must be between 1 and 65536")
         }
         Command::Bounds(a) if a.sort_len < 64 || a.rounds == 0 || a.tasks == 0 => {
             Some("--sort-len must be at least 64, --rounds and --tasks positive")

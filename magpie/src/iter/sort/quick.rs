@@ -52,7 +52,7 @@ where
 /// The piece below which the sequential sort finishes: enough pieces for each of `workers`
 /// to take several.
 fn grain_for(len: usize, workers: usize) -> usize {
-    (len / (workers * PIECES_PER_WORKER)).max(MIN_PARALLEL)
+    (len / workers.saturating_mul(PIECES_PER_WORKER)).max(MIN_PARALLEL)
 }
 
 /// pdqsort's bound: about log2(len) badly unbalanced partitions before giving up.
