@@ -147,7 +147,8 @@ pub use sync::barrier::{BarrierMode, AUTO_ASYMMETRIC_MAX_CPUS};
 pub use task::{JoinError, JoinHandle};
 
 /// What `magpie-bench bounds` measures of magpie's own algorithms: not part of magpie's API,
-/// and free to change with them.
+/// and free to change with them. Not under loom, which leaves the iterators out.
+#[cfg(not(loom))]
 #[doc(hidden)]
 pub mod __bench {
     pub use crate::iter::sort::timed_tree as par_sort_unstable_timed_tree;
