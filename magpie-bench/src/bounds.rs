@@ -36,13 +36,14 @@
 //! Efficiency is total work / (workers × makespan), balance the most work of one worker over
 //! the least: `scale`'s task-pool figures, for that schedule.
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 use crate::fork_join::{partition, quicksort_input, QUICKSORT_CUTOFF};
 use crate::harness::{fmt_ms, markdown_table, median_f64};
-use crate::scale::{task_pool_durations, TASK_POOL_PATTERNS};
+use crate::scale::{load_balance, task_pool_durations, TASK_POOL_PATTERNS};
 
 /// A tree of nodes, each with its own time (ns) and children; node 0 is the root, and every
 /// node comes before its children.
@@ -160,15 +161,10 @@ impl FifoSchedule {
         total as f64 / (self.work_ns.len() as f64 * self.makespan_ns as f64)
     }
 
-    /// The most work of one worker over the least (infinite if one did none).
+    /// The most work of one worker over the least (infinite if one did none): `scale`'s
+    /// figure.
     pub(crate) fn balance(&self) -> f64 {
-        let most = self.work_ns.iter().copied().max().unwrap_or(0);
-        let least = self.work_ns.iter().copied().min().unwrap_or(0);
-        if least == 0 {
-            f64::INFINITY
-        } else {
-            most as f64 / least as f64
-        }
+        load_balance(&self.work_ns, self.work_ns.len())
     }
 }
 
@@ -248,7 +244,7 @@ pub(crate) fn run(cfg: &Config) {
     let input = quicksort_input(cfg.sort_len);
     let mut sequential = Vec::new();
     let mut trees = Vec::new();
-    for round in 0..cfg.rounds.max(1) {
+    for round in 0..cfg.rounds {
         eprintln!("bounds: quicksort tree, round {}", round + 1);
         let mut v = input.clone();
         sequential.push(timed(|| v.sort_unstable()) as f64);
@@ -267,11 +263,12 @@ pub(crate) fn run(cfg: &Config) {
             cfg.sort_len
         ),
         &cfg.counts,
-        |_| trees.clone(),
+        |_| Cow::Borrowed(&trees[..]),
     );
 
-    let sort_trees = |workers: usize| -> Vec<Tree> {
-        (0..cfg.rounds.max(1))
+    // Each worker count cuts its own pieces, so each has its trees.
+    let sort_trees = |workers: usize| -> Cow<'_, [Tree]> {
+        (0..cfg.rounds)
             .map(|_| {
                 let mut v = input.clone();
                 let tree = sort_tree(&mut v, workers);
@@ -295,8 +292,12 @@ pub(crate) fn run(cfg: &Config) {
 }
 
 /// One table of a tree's bounds at every worker count, medians over the trees `trees_for`
-/// gives for each count.
-fn print_tree_table(title: &str, counts: &[usize], trees_for: impl Fn(usize) -> Vec<Tree>) {
+/// gives for each count (the same ones for every count, or each count's own).
+fn print_tree_table<'a>(
+    title: &str,
+    counts: &[usize],
+    trees_for: impl Fn(usize) -> Cow<'a, [Tree]>,
+) {
     let mut rows = Vec::new();
     for &p in counts {
         let trees = trees_for(p);

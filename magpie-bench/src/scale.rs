@@ -33,7 +33,9 @@ mod task_pool;
 use std::time::Duration;
 
 pub(crate) use report::{legend, render_row, rows_json};
-pub(crate) use task_pool::{durations as task_pool_durations, PATTERNS as TASK_POOL_PATTERNS};
+pub(crate) use task_pool::{
+    durations as task_pool_durations, load_balance, PATTERNS as TASK_POOL_PATTERNS,
+};
 
 use crate::async_rows::{AsyncImpl, AsyncPools, Row};
 use crate::fork_join::{self, ForkJoinRow};
@@ -42,7 +44,7 @@ use crate::iter_rows::{self, IterCase, IterRow, Scan, Shape};
 use crate::pools::{Impl, Pools};
 
 use counts::{settle, CountSummary, Counts};
-use task_pool::{load_balance, PoolShape, TaskImpl, TaskRow, PATTERNS};
+use task_pool::{PoolShape, TaskImpl, TaskRow, PATTERNS};
 
 /// A group of rows, picked with `scale --only`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -109,13 +109,13 @@ impl Timed {
         // Poisoned only if a comparison panicked, and `timed_tree` compares integers.
         self.state.lock().expect("the timed sort does not panic")
     }
+}
 
+impl TimedState {
     /// Records the innermost open piece's own time, up to now.
-    fn close_own(&self) {
-        let mut state = self.state();
-        let (piece, start) = *state.open.last().expect("a piece is open");
-        state.own_ns[piece as usize] =
-            u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    fn close_own(&mut self) {
+        let (piece, start) = *self.open.last().expect("a piece is open");
+        self.own_ns[piece as usize] = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
     }
 }
 
@@ -132,8 +132,9 @@ impl Fork for Timed {
     }
 
     fn leaf(&self) {
-        self.close_own();
-        self.state().open.pop();
+        let mut state = self.state();
+        state.close_own();
+        state.open.pop();
     }
 
     fn halves<A, B>(&self, a: A, b: B)
@@ -141,7 +142,7 @@ impl Fork for Timed {
         A: FnOnce() + Send,
         B: FnOnce() + Send,
     {
-        self.close_own();
+        self.state().close_own();
         a();
         b();
         self.state().open.pop();
