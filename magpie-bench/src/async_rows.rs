@@ -75,9 +75,12 @@ use std::time::{Duration, Instant};
 use async_executor::Executor;
 use futures::channel::oneshot;
 use futures::executor::ThreadPool;
+use serde::Serialize;
 
 use crate::fork_join::fib;
-use crate::harness::{fmt_ms, json, markdown_table, measure_rounds, median, ms, samples_json};
+use crate::harness::{
+    fmt_ms, markdown_table, measure_rounds, median, ms, samples_json, SamplesJson,
+};
 use crate::idle::{process_cpu, threads_cpu_by_tid, threads_cpu_since};
 use crate::pools::{MagpieFork, RayonFork};
 
@@ -1038,30 +1041,78 @@ pub(crate) fn render_summary(measurements: &[RowMeasurement]) -> String {
     out
 }
 
-/// All measurements as a JSON array: raw samples and summary per implementation, in ms.
-pub(crate) fn measurements_json(measurements: &[RowMeasurement]) -> String {
-    let items: Vec<String> = measurements
+/// One row's measurement as JSON: raw samples and summary per implementation, in ms.
+#[derive(Debug, Serialize)]
+pub(crate) struct RowJson {
+    workload: &'static str,
+    description: String,
+    workers: usize,
+    results: Vec<SamplesJson<'static>>,
+}
+
+/// All measurements as JSON, one [`RowJson`] each.
+pub(crate) fn measurements_json(measurements: &[RowMeasurement]) -> Vec<RowJson> {
+    measurements
         .iter()
-        .map(|m| {
-            let results: Vec<String> = m
+        .map(|m| RowJson {
+            workload: m.row.name(),
+            description: m.row.describe(),
+            workers: m.workers,
+            results: m
                 .results
                 .iter()
                 .map(|(imp, samples)| samples_json(imp.name(), samples))
-                .collect();
-            json::object(&[
-                ("workload", json::string(m.row.name())),
-                ("description", json::string(&m.row.describe())),
-                ("workers", m.workers.to_string()),
-                ("results", json::array(&results)),
-            ])
+                .collect(),
         })
-        .collect();
-    json::array(&items)
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::json_check::{keys, parse, text};
+
+    #[test]
+    fn measurements_json_has_each_row_and_its_implementations() {
+        let rows = [
+            RowMeasurement {
+                row: Row::ChainedSpawn,
+                workers: 2,
+                results: vec![
+                    (AsyncImpl::Magpie, vec![Duration::from_millis(4)]),
+                    (
+                        AsyncImpl::Tokio,
+                        vec![Duration::from_millis(5), Duration::from_millis(3)],
+                    ),
+                ],
+            },
+            RowMeasurement {
+                row: Row::YieldMany,
+                workers: 2,
+                results: Vec::new(),
+            },
+        ];
+        let json = text(measurements_json(&rows));
+        let v = parse(&json);
+        assert_eq!(v.as_array().map(Vec::len), Some(2), "{json}");
+        assert_eq!(v[0]["workload"], "chained_spawn");
+        assert_eq!(v[0]["description"], Row::ChainedSpawn.describe().as_str());
+        assert!(v[0]["workers"].is_u64(), "{json}");
+        assert_eq!(v[0]["workers"], 2);
+        assert_eq!(v[0]["results"][0]["impl"], "magpie");
+        assert_eq!(v[0]["results"][1]["impl"], "tokio");
+        assert_eq!(v[0]["results"][1]["median_ms"].as_f64(), Some(4.0));
+        assert_eq!(v[0]["results"][1]["min_ms"].as_f64(), Some(3.0));
+        assert_eq!(v[1]["workload"], "yield_many");
+        assert_eq!(v[1]["results"], serde_json::json!([]));
+        let row = ["workload", "description", "workers", "results"];
+        let samples = ["impl", "median_ms", "min_ms", "samples_ms"];
+        let mut expected = row.to_vec();
+        expected.extend(samples.repeat(2));
+        expected.extend(row);
+        assert_eq!(keys(&json), expected);
+        assert_eq!(parse(&text(measurements_json(&[]))), serde_json::json!([]));
+    }
 
     /// Each scheduler row checks its own outcome (counters at zero, every answer right) and
     /// panics if it is wrong; run them all once on a small magpie runtime so that a row that

@@ -1,4 +1,5 @@
-//! The measuring method shared by every subcommand, and the output helpers.
+//! The measuring method shared by every subcommand, and the output helpers (tables and
+//! JSON).
 //!
 //! The project's rule: pools are built once up front; every implementation is warmed up;
 //! then each of K rounds runs every implementation once, the first one rotating from round
@@ -8,6 +9,8 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
+
+use serde::{Serialize, Serializer};
 
 use crate::pools::{Impl, Pools};
 
@@ -266,88 +269,218 @@ pub(crate) fn markdown_table(headers: &[&str], right: &[bool], rows: &[Vec<Strin
     out
 }
 
-/// Minimal JSON building: the report is small and flat, a dependency is not worth it.
-pub(crate) mod json {
-    use std::fmt::Write as _;
+/// A JSON object whose keys are known only at run time, its entries in the order given
+/// (a [`serde_json::Map`] would sort them).
+#[derive(Debug)]
+pub(crate) struct OrderedObject<K, V>(pub(crate) Vec<(K, V)>);
 
-    /// `s` as a JSON string literal.
-    pub(crate) fn string(s: &str) -> String {
-        let mut out = String::with_capacity(s.len() + 2);
-        out.push('"');
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                c if (c as u32) < 0x20 => {
-                    let _ = write!(out, "\\u{:04x}", c as u32);
-                }
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-        out
-    }
-
-    /// A finite number (non-finite ones become `null`).
-    pub(crate) fn number(x: f64) -> String {
-        if x.is_finite() {
-            format!("{x}")
-        } else {
-            "null".to_owned()
-        }
-    }
-
-    /// An array of numbers.
-    pub(crate) fn numbers(xs: &[f64]) -> String {
-        let items: Vec<String> = xs.iter().map(|&x| number(x)).collect();
-        format!("[{}]", items.join(", "))
-    }
-
-    /// An object from already-encoded values.
-    pub(crate) fn object(fields: &[(&str, String)]) -> String {
-        let items: Vec<String> = fields
-            .iter()
-            .map(|(k, v)| format!("{}: {v}", string(k)))
-            .collect();
-        format!("{{{}}}", items.join(", "))
-    }
-
-    /// An array from already-encoded values, one per line.
-    pub(crate) fn array(items: &[String]) -> String {
-        if items.is_empty() {
-            return "[]".to_owned();
-        }
-        format!("[\n{}\n]", items.join(",\n"))
+impl<K: Serialize, V: Serialize> Serialize for OrderedObject<K, V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(k, v)| (k, v)))
     }
 }
 
 /// One implementation's samples as JSON: median, minimum and raw samples, in milliseconds.
-pub(crate) fn samples_json(name: &str, samples: &[Duration]) -> String {
+#[derive(Debug, Serialize)]
+pub(crate) struct SamplesJson<'a> {
+    /// The implementation's name.
+    #[serde(rename = "impl")]
+    imp: &'a str,
+    median_ms: f64,
+    min_ms: f64,
+    /// Every sample, in the order they were taken.
+    samples_ms: Vec<f64>,
+}
+
+/// `name`'s `samples` as JSON.
+pub(crate) fn samples_json<'a>(name: &'a str, samples: &[Duration]) -> SamplesJson<'a> {
     let raw: Vec<f64> = samples.iter().map(|&d| ms(d)).collect();
-    json::object(&[
-        ("impl", json::string(name)),
-        ("median_ms", json::number(ms(median(samples)))),
-        (
-            "min_ms",
-            json::number(raw.iter().copied().fold(f64::INFINITY, f64::min)),
-        ),
-        ("samples_ms", json::numbers(&raw)),
-    ])
+    SamplesJson {
+        imp: name,
+        median_ms: ms(median(samples)),
+        min_ms: raw.iter().copied().fold(f64::INFINITY, f64::min),
+        samples_ms: raw,
+    }
 }
 
 /// One measurement as JSON: raw samples and summary per implementation, in milliseconds.
-pub(crate) fn measurement_json(m: &Measurement) -> String {
-    let results: Vec<String> = m
-        .results
-        .iter()
-        .map(|(imp, samples)| samples_json(imp.name(), samples))
-        .collect();
-    json::object(&[
-        ("workload", json::string(&m.workload)),
-        ("workers", m.workers.to_string()),
-        ("results", json::array(&results)),
-    ])
+#[derive(Debug, Serialize)]
+pub(crate) struct MeasurementJson<'a> {
+    workload: &'a str,
+    workers: usize,
+    results: Vec<SamplesJson<'static>>,
+}
+
+/// `m` as JSON.
+pub(crate) fn measurement_json(m: &Measurement) -> MeasurementJson<'_> {
+    MeasurementJson {
+        workload: &m.workload,
+        workers: m.workers,
+        results: m
+            .results
+            .iter()
+            .map(|(imp, samples)| samples_json(imp.name(), samples))
+            .collect(),
+    }
+}
+
+/// Checks of the JSON the builders write, for the tests of every module that writes some.
+#[cfg(test)]
+pub(crate) mod json_check {
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+    /// What a builder returned, as the text `--json` writes.
+    pub(crate) fn text(json: impl serde::Serialize) -> String {
+        serde_json::to_string_pretty(&json).expect("the builders' values serialize")
+    }
+
+    /// `text` parsed; panics if it is not JSON.
+    pub(crate) fn parse(text: &str) -> serde_json::Value {
+        serde_json::from_str(text).unwrap_or_else(|err| panic!("not JSON ({err}): {text}"))
+    }
+
+    /// Every object key of `text`, depth first, in the order the text has them (a parsed
+    /// [`serde_json::Value`] sorts each object's keys).
+    pub(crate) fn keys(text: &str) -> Vec<String> {
+        let mut keys = Vec::new();
+        let mut de = serde_json::Deserializer::from_str(text);
+        KeysOf(&mut keys)
+            .deserialize(&mut de)
+            .unwrap_or_else(|err| panic!("not JSON ({err}): {text}"));
+        de.end().expect("text after the JSON value");
+        keys
+    }
+
+    /// Walks a value, pushing its objects' keys.
+    struct KeysOf<'a>(&'a mut Vec<String>);
+
+    impl<'de> DeserializeSeed<'de> for KeysOf<'_> {
+        type Value = ();
+
+        fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+            de.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for KeysOf<'_> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element_seed(KeysOf(&mut *self.0))?.is_some() {}
+            Ok(())
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                self.0.push(key);
+                map.next_value_seed(KeysOf(&mut *self.0))?;
+            }
+            Ok(())
+        }
+    }
+
+    /// The numbers of the array `value`, `None` for each `null`; panics on anything else.
+    pub(crate) fn numbers(value: &serde_json::Value) -> Vec<Option<f64>> {
+        value
+            .as_array()
+            .unwrap_or_else(|| panic!("not an array: {value}"))
+            .iter()
+            .map(|x| match x.as_f64() {
+                Some(x) => Some(x),
+                None if x.is_null() => None,
+                None => panic!("not a number or null: {x}"),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_check::{keys, numbers, parse, text};
+    use super::*;
+
+    #[test]
+    fn samples_json_gives_the_median_minimum_and_every_sample_in_ms() {
+        let samples = [
+            Duration::from_micros(3250),
+            Duration::from_micros(1500),
+            Duration::from_micros(2100),
+        ];
+        let json = text(samples_json("rayon", &samples));
+        let v = parse(&json);
+        assert_eq!(v["impl"], "rayon");
+        assert_eq!(v["median_ms"].as_f64(), Some(ms(samples[2])));
+        assert_eq!(v["min_ms"].as_f64(), Some(ms(samples[1])));
+        assert_eq!(
+            numbers(&v["samples_ms"]),
+            samples.map(|d| Some(ms(d))).to_vec()
+        );
+        assert_eq!(keys(&json), ["impl", "median_ms", "min_ms", "samples_ms"]);
+    }
+
+    #[test]
+    fn measurement_json_nests_each_implementation_in_order() {
+        let m = Measurement {
+            workload: "tree \"sum\" \\ 2\n".to_owned(),
+            workers: 4,
+            results: vec![
+                (Impl::Magpie, vec![Duration::from_millis(2)]),
+                (Impl::Rayon, vec![Duration::from_millis(3)]),
+            ],
+        };
+        let json = text(measurement_json(&m));
+        let v = parse(&json);
+        assert_eq!(v["workload"], "tree \"sum\" \\ 2\n");
+        assert!(v["workers"].is_u64(), "{json}");
+        assert_eq!(v["workers"], 4);
+        let impls: Vec<&str> = v["results"]
+            .as_array()
+            .expect("results is an array")
+            .iter()
+            .map(|r| r["impl"].as_str().expect("impl is a string"))
+            .collect();
+        assert_eq!(impls, ["magpie", "rayon"]);
+        assert_eq!(v["results"][1]["median_ms"].as_f64(), Some(3.0));
+        let row = ["impl", "median_ms", "min_ms", "samples_ms"];
+        let mut expected = vec!["workload", "workers", "results"];
+        expected.extend(row);
+        expected.extend(row);
+        assert_eq!(keys(&json), expected);
+
+        let empty = Measurement {
+            results: Vec::new(),
+            ..m
+        };
+        let json = text(measurement_json(&empty));
+        assert_eq!(parse(&json)["results"], serde_json::json!([]));
+        assert_eq!(keys(&json), ["workload", "workers", "results"]);
+    }
 }

@@ -22,8 +22,10 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
+
 use crate::fork_join::FibTask;
-use crate::harness::{fmt_ms, json, markdown_table, median_f64, progress, rotation};
+use crate::harness::{fmt_ms, markdown_table, median_f64, progress, rotation, OrderedObject};
 use crate::pools::{Impl, Pools, MAGPIE_THREAD_PREFIX, RAYON_THREAD_PREFIX};
 
 /// The thread groups CPU time is attributed to.
@@ -567,38 +569,129 @@ impl IdleReport {
     }
 
     /// The raw windows as JSON.
-    pub(crate) fn to_json(&self) -> String {
-        let subjects: Vec<String> = self
+    pub(crate) fn to_json(&self) -> IdleJson {
+        let subjects = self
             .windows
             .iter()
             .map(|(subject, ws)| {
                 let process: Vec<f64> = ws.iter().map(|w| w.process).collect();
-                let mut fields = vec![
-                    ("after_work_on", json::string(&self.label(*subject))),
-                    (
-                        "process_cpu_ms_per_s_median",
-                        json::number(median_f64(&process)),
-                    ),
-                    ("process_cpu_ms_per_s", json::numbers(&process)),
-                ];
-                let groups: Vec<(&str, String)> = GROUPS
+                let groups = GROUPS
                     .iter()
                     .enumerate()
                     .map(|(g, &name)| {
                         let v: Vec<f64> =
                             ws.iter().filter_map(|w| w.groups.map(|gs| gs[g])).collect();
-                        (name, json::numbers(&v))
+                        (name, v)
                     })
                     .collect();
-                fields.push(("threads_cpu_ms_per_s", json::object(&groups)));
-                json::object(&fields)
+                SubjectJson {
+                    after_work_on: self.label(*subject),
+                    process_cpu_ms_per_s_median: median_f64(&process),
+                    process_cpu_ms_per_s: process,
+                    threads_cpu_ms_per_s: OrderedObject(groups),
+                }
             })
             .collect();
-        json::object(&[
-            ("workers", self.workers.to_string()),
-            ("pending_timers", self.timers.to_string()),
-            ("window_s", json::number(WINDOW.as_secs_f64())),
-            ("subjects", json::array(&subjects)),
-        ])
+        IdleJson {
+            workers: self.workers,
+            pending_timers: self.timers,
+            window_s: WINDOW.as_secs_f64(),
+            subjects,
+        }
+    }
+}
+
+/// An [`IdleReport`] as JSON.
+#[derive(Debug, Serialize)]
+pub(crate) struct IdleJson {
+    workers: usize,
+    pending_timers: usize,
+    window_s: f64,
+    subjects: Vec<SubjectJson>,
+}
+
+/// One subject's windows as JSON, in ms of CPU per second of wall time.
+#[derive(Debug, Serialize)]
+struct SubjectJson {
+    /// The subject's row label.
+    after_work_on: String,
+    process_cpu_ms_per_s_median: f64,
+    process_cpu_ms_per_s: Vec<f64>,
+    /// Per group of [`GROUPS`], every window's figure (none without `/proc`).
+    threads_cpu_ms_per_s: OrderedObject<&'static str, Vec<f64>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::json_check::{keys, numbers, parse, text};
+
+    fn window(process: f64, groups: Option<[f64; GROUPS.len()]>) -> Window {
+        Window {
+            process,
+            groups,
+            magpie_counters: [0; 3],
+        }
+    }
+
+    #[test]
+    fn the_json_has_every_subjects_windows_by_thread_group() {
+        let report = IdleReport {
+            workers: 4,
+            timers: 10_000,
+            windows: vec![
+                (
+                    Subject::Baseline,
+                    vec![
+                        window(1.5, Some([0.5, 0.25, 0.0, 0.125, 2.0])),
+                        window(3.5, Some([1.0, 0.75, 0.0, 0.5, 4.0])),
+                        window(2.5, None),
+                    ],
+                ),
+                // Without `/proc`: no group's figures at all.
+                (
+                    Subject::PendingTimers(TimerRt::Tokio),
+                    vec![window(0.75, None)],
+                ),
+            ],
+        };
+        let json = text(report.to_json());
+        let v = parse(&json);
+        assert!(v["workers"].is_u64(), "{json}");
+        assert_eq!(v["workers"], 4);
+        assert_eq!(v["pending_timers"], 10_000);
+        assert_eq!(v["window_s"].as_f64(), Some(1.0));
+        let baseline = &v["subjects"][0];
+        assert_eq!(baseline["after_work_on"], "none (baseline)");
+        assert_eq!(baseline["process_cpu_ms_per_s_median"].as_f64(), Some(2.5));
+        assert_eq!(
+            numbers(&baseline["process_cpu_ms_per_s"]),
+            [Some(1.5), Some(3.5), Some(2.5)]
+        );
+        let threads = &baseline["threads_cpu_ms_per_s"];
+        assert_eq!(numbers(&threads["magpie threads"]), [Some(0.5), Some(1.0)]);
+        assert_eq!(numbers(&threads["main thread"]), [Some(2.0), Some(4.0)]);
+        let timers = &v["subjects"][1];
+        assert_eq!(
+            timers["after_work_on"],
+            report.label(Subject::PendingTimers(TimerRt::Tokio))
+        );
+        assert_eq!(timers["process_cpu_ms_per_s_median"].as_f64(), Some(0.75));
+        for group in GROUPS {
+            assert_eq!(timers["threads_cpu_ms_per_s"][group], serde_json::json!([]));
+        }
+
+        let subject = [
+            "after_work_on",
+            "process_cpu_ms_per_s_median",
+            "process_cpu_ms_per_s",
+            "threads_cpu_ms_per_s",
+        ];
+        let mut expected = vec!["workers", "pending_timers", "window_s", "subjects"];
+        for _ in 0..2 {
+            expected.extend(subject);
+            expected.extend(GROUPS);
+        }
+        assert_eq!(keys(&json), expected);
     }
 }

@@ -52,14 +52,15 @@ mod pools;
 mod scale;
 mod stall;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::Serialize;
 
 use crate::async_rows::{AsyncImpl, AsyncPools, Row};
 use crate::fork_join::ForkJoinRow;
-use crate::harness::{json, measure, measurement_json, render_measurement, Workload};
+use crate::harness::{measure, measurement_json, render_measurement, Workload};
 use crate::iter_rows::{IterCase, IterRow};
 use crate::pools::{Impl, Pools};
 
@@ -447,10 +448,12 @@ impl Sizes {
     }
 }
 
-/// Facts about the machine and the run, printed above every report.
-#[derive(Debug)]
+/// Facts about the machine and the run, printed above every report and written as the
+/// `machine` object of every JSON file.
+#[derive(Debug, Serialize)]
 struct MachineInfo {
     cpu: String,
+    #[serde(rename = "logical_cpus")]
     cpus: usize,
     /// The cargo profile of this binary (`release`, `release-lto`, ...).
     profile: String,
@@ -521,17 +524,6 @@ impl MachineInfo {
         }
         println!();
     }
-
-    fn json(&self) -> String {
-        json::object(&[
-            ("cpu", json::string(&self.cpu)),
-            ("logical_cpus", self.cpus.to_string()),
-            ("profile", json::string(&self.profile)),
-            ("kernel", json::string(&self.kernel)),
-            ("date", json::string(&self.date)),
-            ("command", json::string(&self.command)),
-        ])
-    }
 }
 
 /// The cargo profile this binary was built with: the name of the directory it lies in
@@ -561,24 +553,49 @@ fn print_load_after() {
     println!("Load average at the end: {}.\n", load_average());
 }
 
-fn write_json(path: &PathBuf, info: &MachineInfo, kind: &str, body: String) -> ExitCode {
-    write_json_with(path, info, kind, Vec::new(), body)
+/// The file `--json` writes: the machine, the benchmark's name, the run's own settings (if
+/// any) and the results.
+#[derive(Debug, Serialize)]
+struct JsonFile<'a, S, R> {
+    machine: &'a MachineInfo,
+    benchmark: &'a str,
+    /// Each field of `settings` becomes a field of the file (none for `()`).
+    #[serde(flatten)]
+    settings: S,
+    results: R,
+}
+
+/// `scale`'s settings in its JSON file.
+#[derive(Debug, Serialize)]
+struct ScaleSettings {
+    /// `--assume-cpus` (`None`, written as `null`: the machine's CPUs).
+    assumed_cpus: Option<u64>,
+}
+
+/// Writes `results` of benchmark `kind`, with the machine's description, as JSON to `path`.
+fn write_json(path: &Path, info: &MachineInfo, kind: &str, results: impl Serialize) -> ExitCode {
+    write_json_with(path, info, kind, (), results)
 }
 
 /// [`write_json`] with `settings`, fields of the run's own that the machine's do not say,
 /// between the benchmark's name and its results.
 fn write_json_with(
-    path: &PathBuf,
+    path: &Path,
     info: &MachineInfo,
     kind: &str,
-    settings: Vec<(&str, String)>,
-    body: String,
+    settings: impl Serialize,
+    results: impl Serialize,
 ) -> ExitCode {
-    let mut fields = vec![("machine", info.json()), ("benchmark", json::string(kind))];
-    fields.extend(settings);
-    fields.push(("results", body));
-    let doc = json::object(&fields);
-    match std::fs::write(path, doc + "\n") {
+    let file = JsonFile {
+        machine: info,
+        benchmark: kind,
+        settings,
+        results,
+    };
+    let written = serde_json::to_string_pretty(&file)
+        .map_err(std::io::Error::from)
+        .and_then(|text| std::fs::write(path, text + "\n"));
+    match written {
         Ok(()) => {
             eprintln!("wrote {}", path.display());
             ExitCode::SUCCESS
@@ -616,8 +633,8 @@ fn fork_join(args: &ForkJoinArgs, info: &MachineInfo) -> ExitCode {
     print_load_after();
     match &args.sampling.json {
         Some(path) => {
-            let items: Vec<String> = measurements.iter().map(measurement_json).collect();
-            write_json(path, info, "fork-join", json::array(&items))
+            let items: Vec<_> = measurements.iter().map(measurement_json).collect();
+            write_json(path, info, "fork-join", items)
         }
         None => ExitCode::SUCCESS,
     }
@@ -701,11 +718,9 @@ fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
             path,
             info,
             "scale",
-            vec![(
-                "assumed_cpus",
-                args.assume_cpus
-                    .map_or_else(|| "null".to_owned(), |cpus| cpus.to_string()),
-            )],
+            ScaleSettings {
+                assumed_cpus: args.assume_cpus,
+            },
             scale::rows_json(&rows),
         ),
         None => ExitCode::SUCCESS,
@@ -787,8 +802,8 @@ fn iter_rows(args: &IterArgs, info: &MachineInfo) -> ExitCode {
     print_load_after();
     match &args.sampling.json {
         Some(path) => {
-            let items: Vec<String> = measurements.iter().map(measurement_json).collect();
-            write_json(path, info, "iter", json::array(&items))
+            let items: Vec<_> = measurements.iter().map(measurement_json).collect();
+            write_json(path, info, "iter", items)
         }
         None => ExitCode::SUCCESS,
     }
@@ -975,5 +990,127 @@ fn main() -> ExitCode {
         Command::Stall(args) => stall(args, &info),
         Command::ColdStart(args) => cold_start(args, &info),
         Command::Bounds(args) => bounds(args, &info),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::harness::json_check::{keys, parse};
+    use crate::harness::Measurement;
+
+    fn info() -> MachineInfo {
+        MachineInfo {
+            cpu: "Some CPU @ 2.0GHz".to_owned(),
+            cpus: 2,
+            profile: "release".to_owned(),
+            kernel: "6.1.0".to_owned(),
+            date: "2024-01-01T00:00:00+00:00".to_owned(),
+            command: "magpie-bench scale --json \"a b\\c.json\"".to_owned(),
+        }
+    }
+
+    /// A path for one test's file, removed when dropped.
+    struct TempFile(PathBuf);
+
+    impl TempFile {
+        fn new(name: &str) -> TempFile {
+            let file = format!("magpie-bench-{}-{name}.json", std::process::id());
+            TempFile(std::env::temp_dir().join(file))
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    #[test]
+    fn the_file_holds_the_machine_the_benchmark_its_settings_and_the_results() {
+        let file = TempFile::new("document");
+        let m = Measurement {
+            workload: "fib(30)".to_owned(),
+            workers: 2,
+            results: vec![(Impl::Magpie, vec![Duration::from_millis(5)])],
+        };
+        let code = write_json_with(
+            &file.0,
+            &info(),
+            "scale",
+            ScaleSettings { assumed_cpus: None },
+            [measurement_json(&m)],
+        );
+        assert_eq!(code, ExitCode::SUCCESS);
+        let written = std::fs::read_to_string(&file.0).expect("the file was written");
+        assert!(written.ends_with("}\n"), "{written}");
+        let v = parse(&written);
+        let machine = &v["machine"];
+        assert_eq!(machine["cpu"], "Some CPU @ 2.0GHz");
+        assert!(machine["logical_cpus"].is_u64(), "{written}");
+        assert_eq!(machine["logical_cpus"], 2);
+        assert_eq!(machine["profile"], "release");
+        assert_eq!(machine["kernel"], "6.1.0");
+        assert_eq!(machine["date"], "2024-01-01T00:00:00+00:00");
+        assert_eq!(
+            machine["command"],
+            "magpie-bench scale --json \"a b\\c.json\""
+        );
+        assert_eq!(v["benchmark"], "scale");
+        assert!(v["assumed_cpus"].is_null(), "{written}");
+        assert_eq!(v["results"][0]["workload"], "fib(30)");
+        assert_eq!(
+            v["results"][0]["results"][0]["median_ms"].as_f64(),
+            Some(5.0)
+        );
+        assert_eq!(
+            keys(&written),
+            [
+                "machine",
+                "cpu",
+                "logical_cpus",
+                "profile",
+                "kernel",
+                "date",
+                "command",
+                "benchmark",
+                "assumed_cpus",
+                "results",
+                "workload",
+                "workers",
+                "results",
+                "impl",
+                "median_ms",
+                "min_ms",
+                "samples_ms",
+            ]
+        );
+    }
+
+    #[test]
+    fn without_settings_the_results_follow_the_benchmark() {
+        let file = TempFile::new("plain");
+        let code = write_json(&file.0, &info(), "fork-join", [(); 0]);
+        assert_eq!(code, ExitCode::SUCCESS);
+        let written = std::fs::read_to_string(&file.0).expect("the file was written");
+        assert!(written.ends_with('\n'), "{written}");
+        assert_eq!(parse(&written)["results"], serde_json::json!([]));
+        let top: Vec<String> = keys(&written)
+            .into_iter()
+            .filter(|k| ["machine", "benchmark", "results"].contains(&k.as_str()))
+            .collect();
+        assert_eq!(top, ["machine", "benchmark", "results"]);
+        assert_eq!(keys(&written).len(), 9);
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_written_fails_the_command() {
+        let dir = TempFile::new("not-a-dir");
+        std::fs::write(&dir.0, "").expect("the blocking file was written");
+        let path = dir.0.join("out.json");
+        let code = write_json(&path, &info(), "fork-join", [(); 0]);
+        assert_eq!(code, ExitCode::FAILURE);
     }
 }

@@ -41,8 +41,9 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
+use serde::Serialize;
 
-use crate::harness::{fmt_ms, json, markdown_table, ms, progress};
+use crate::harness::{fmt_ms, markdown_table, ms, progress};
 
 /// Where T is queued behind the stall.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -428,34 +429,53 @@ pub(crate) fn render(cfg: &Config, cells: &[Cell]) -> String {
     out
 }
 
-/// The raw latencies as JSON.
-pub(crate) fn to_json(cfg: &Config, cells: &[Cell]) -> String {
-    let items: Vec<String> = cells
-        .iter()
-        .filter_map(|cell| {
-            let l = cell.latencies.as_ref()?;
-            let values: Vec<f64> = l.iter().map(|d| ms(*d)).collect();
-            Some(json::object(&[
-                ("shape", json::string(cell.shape.label())),
-                ("runtime", json::string(&cell.imp.to_string())),
-                ("latencies_ms", json::numbers(&values)),
-            ]))
-        })
-        .collect();
-    json::object(&[
-        ("workers", cfg.workers.to_string()),
-        ("stall_ms", json::number(ms(cfg.stall))),
-        ("full_stall", cfg.full_stall.to_string()),
-        ("gap_ms", json::number(ms(cfg.gap))),
-        ("busy_others", cfg.busy_others.to_string()),
-        ("threshold_ms", json::number(ms(cfg.threshold))),
-        ("cells", json::array(&items)),
-    ])
+/// The settings and the raw latencies as JSON.
+#[derive(Debug, Serialize)]
+pub(crate) struct StallJson {
+    workers: usize,
+    stall_ms: f64,
+    full_stall: bool,
+    gap_ms: f64,
+    busy_others: bool,
+    threshold_ms: f64,
+    /// Every measured cell, in the order they ran.
+    cells: Vec<CellJson>,
+}
+
+/// One measured [`Cell`] as JSON.
+#[derive(Debug, Serialize)]
+struct CellJson {
+    shape: &'static str,
+    runtime: String,
+    latencies_ms: Vec<f64>,
+}
+
+/// `cfg` and the measured `cells` as JSON (a cell that was not measured is left out).
+pub(crate) fn to_json(cfg: &Config, cells: &[Cell]) -> StallJson {
+    StallJson {
+        workers: cfg.workers,
+        stall_ms: ms(cfg.stall),
+        full_stall: cfg.full_stall,
+        gap_ms: ms(cfg.gap),
+        busy_others: cfg.busy_others,
+        threshold_ms: ms(cfg.threshold),
+        cells: cells
+            .iter()
+            .filter_map(|cell| {
+                Some(CellJson {
+                    shape: cell.shape.label(),
+                    runtime: cell.imp.to_string(),
+                    latencies_ms: cell.latencies.as_ref()?.iter().map(|&d| ms(d)).collect(),
+                })
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::json_check::{keys, numbers, parse, text};
 
     fn config(full_stall: bool) -> Config {
         Config {
@@ -470,6 +490,62 @@ mod tests {
             shapes: Shape::ALL.to_vec(),
             impls: vec![StallImpl::Magpie, StallImpl::Tokio],
         }
+    }
+
+    #[test]
+    fn the_json_has_the_settings_and_every_measured_cell() {
+        let mut cfg = config(true);
+        cfg.busy_others = true;
+        let cells = [
+            Cell {
+                shape: Shape::Mailbox,
+                imp: StallImpl::Magpie,
+                latencies: Some(vec![Duration::from_micros(1500), Duration::from_millis(2)]),
+            },
+            // Not measured (the shape does not apply): left out.
+            Cell {
+                shape: Shape::Job,
+                imp: StallImpl::Tokio,
+                latencies: None,
+            },
+            Cell {
+                shape: Shape::Lifo,
+                imp: StallImpl::Tokio,
+                latencies: Some(Vec::new()),
+            },
+        ];
+        let json = text(to_json(&cfg, &cells));
+        let v = parse(&json);
+        assert!(v["workers"].is_u64(), "{json}");
+        assert_eq!(v["workers"], 2);
+        assert_eq!(v["stall_ms"].as_f64(), Some(20.0));
+        // An f64 is written as a float even where it is whole (`20.0`, not `20`).
+        assert!(v["stall_ms"].is_f64(), "{json}");
+        assert_eq!(v["full_stall"], true);
+        assert_eq!(v["gap_ms"].as_f64(), Some(1.0));
+        assert_eq!(v["busy_others"], true);
+        assert_eq!(v["threshold_ms"].as_f64(), Some(100.0));
+        assert_eq!(v["cells"].as_array().map(Vec::len), Some(2), "{json}");
+        assert_eq!(v["cells"][0]["shape"], "mailbox (submit_to)");
+        assert_eq!(v["cells"][0]["runtime"], "magpie");
+        assert_eq!(
+            numbers(&v["cells"][0]["latencies_ms"]),
+            [Some(ms(Duration::from_micros(1500))), Some(2.0)]
+        );
+        assert_eq!(v["cells"][1]["runtime"], "tokio");
+        assert_eq!(v["cells"][1]["latencies_ms"], serde_json::json!([]));
+        let cell = ["shape", "runtime", "latencies_ms"];
+        let mut expected = vec![
+            "workers",
+            "stall_ms",
+            "full_stall",
+            "gap_ms",
+            "busy_others",
+            "threshold_ms",
+            "cells",
+        ];
+        expected.extend(cell.repeat(2));
+        assert_eq!(keys(&json), expected);
     }
 
     #[test]

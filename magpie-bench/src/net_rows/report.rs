@@ -4,11 +4,13 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::idle_conns::{self, IdleConnsMeasurement, IdleSample, IdleSummary};
+use serde::Serialize;
+
+use super::idle_conns::{self, IdleConnsMeasurement, IdleSummary};
 use super::{
     servers, Case, CaseMeasurement, Config, NetImpl, NetMeasurements, Sample, Summary, SPIN,
 };
-use crate::harness::{fmt_ms, json, markdown_table, ms};
+use crate::harness::{fmt_ms, markdown_table, ms};
 use crate::idle::count_label;
 
 /// `a / b` with two decimals.
@@ -138,45 +140,85 @@ fn render_cases_summary(measurements: &[CaseMeasurement]) -> String {
     out
 }
 
-/// All measurements as a JSON array, one object per case and one for `idle-conns`: per
+/// One entry of the `net` JSON: a load case or the `idle-conns` row.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum NetRowJson {
+    /// A load case.
+    Case(CaseJson),
+    /// The `idle-conns` row.
+    IdleConns(IdleConnsJson),
+}
+
+/// One load case as JSON.
+#[derive(Debug, Serialize)]
+pub(crate) struct CaseJson {
+    workload: String,
+    connections: usize,
+    loader: &'static str,
+    workers: usize,
+    results: Vec<CaseResultJson>,
+}
+
+/// One implementation's samples of a load case: medians, then every sample's figures.
+#[derive(Debug, Serialize)]
+struct CaseResultJson {
+    #[serde(rename = "impl")]
+    imp: &'static str,
+    median_req_per_s: f64,
+    median_p50_ms: f64,
+    median_p99_ms: f64,
+    /// Over all samples.
+    errors: usize,
+    req_per_s: Vec<f64>,
+    p50_ms: Vec<f64>,
+    p99_ms: Vec<f64>,
+    /// `None` (`null`) where the loader did not report the slowest round trip (`wrk`).
+    max_ms: Vec<Option<f64>>,
+}
+
+/// All measurements as JSON, one object per case and one for `idle-conns`: per
 /// implementation, medians and raw samples.
-pub(crate) fn measurements_json(measurements: &NetMeasurements) -> String {
-    let mut items: Vec<String> = measurements
+pub(crate) fn measurements_json(measurements: &NetMeasurements) -> Vec<NetRowJson> {
+    let mut items: Vec<NetRowJson> = measurements
         .cases
         .iter()
         .map(|m| {
-            let results: Vec<String> = m
+            let results = m
                 .results
                 .iter()
                 .map(|(imp, samples)| {
                     let s = Summary::of(samples);
-                    let each = |f: &dyn Fn(&Sample) -> f64| {
-                        json::numbers(&samples.iter().map(f).collect::<Vec<_>>())
-                    };
-                    json::object(&[
-                        ("impl", json::string(imp.name())),
-                        ("median_req_per_s", json::number(s.throughput)),
-                        ("median_p50_ms", json::number(s.p50)),
-                        ("median_p99_ms", json::number(s.p99)),
-                        ("errors", s.errors.to_string()),
-                        ("req_per_s", each(&|x| x.throughput)),
-                        ("p50_ms", each(&|x| ms(x.p50))),
-                        ("p99_ms", each(&|x| ms(x.p99))),
-                        ("max_ms", each(&|x| x.max.map_or(f64::NAN, ms))),
-                    ])
+                    let each = |f: fn(&Sample) -> f64| samples.iter().map(f).collect();
+                    CaseResultJson {
+                        imp: imp.name(),
+                        median_req_per_s: s.throughput,
+                        median_p50_ms: s.p50,
+                        median_p99_ms: s.p99,
+                        errors: s.errors,
+                        req_per_s: each(|x| x.throughput),
+                        p50_ms: each(|x| ms(x.p50)),
+                        p99_ms: each(|x| ms(x.p99)),
+                        max_ms: samples.iter().map(|x| x.max.map(ms)).collect(),
+                    }
                 })
                 .collect();
-            json::object(&[
-                ("workload", json::string(&m.case.name())),
-                ("connections", m.case.connections().to_string()),
-                ("loader", json::string(m.loader)),
-                ("workers", m.workers.to_string()),
-                ("results", json::array(&results)),
-            ])
+            NetRowJson::Case(CaseJson {
+                workload: m.case.name(),
+                connections: m.case.connections(),
+                loader: m.loader,
+                workers: m.workers,
+                results,
+            })
         })
         .collect();
-    items.extend(measurements.idle_conns.as_ref().map(idle_conns_json));
-    json::array(&items)
+    items.extend(
+        measurements
+            .idle_conns
+            .as_ref()
+            .map(|m| NetRowJson::IdleConns(idle_conns_json(m))),
+    );
+    items
 }
 
 /// A figure in ms per second, or "?" where `/proc` could not tell.
@@ -284,51 +326,68 @@ fn render_idle_conns_summary(m: &IdleConnsMeasurement) -> String {
 }
 
 /// The `idle-conns` row as one JSON object: per implementation, medians and raw samples.
-fn idle_conns_json(m: &IdleConnsMeasurement) -> String {
-    let results: Vec<String> = m
+#[derive(Debug, Serialize)]
+pub(crate) struct IdleConnsJson {
+    workload: String,
+    connections: usize,
+    /// `--idle-conns`, when the open-files limit allowed only `connections` (else `null`).
+    requested_connections: Option<usize>,
+    workers: usize,
+    window_s: f64,
+    settle_s: f64,
+    results: Vec<IdleResultJson>,
+}
+
+/// One implementation's samples of the `idle-conns` row, in ms of CPU per idle second
+/// (`connect_s`: seconds). `None` (`null`): the runtime's own threads were not measured.
+#[derive(Debug, Serialize)]
+struct IdleResultJson {
+    #[serde(rename = "impl")]
+    imp: &'static str,
+    median_baseline_ms_per_s: f64,
+    median_ms_per_s: f64,
+    median_added_ms_per_s: f64,
+    median_own_threads_ms_per_s: Option<f64>,
+    /// Over all samples.
+    errors: usize,
+    baseline_ms_per_s: Vec<f64>,
+    ms_per_s: Vec<f64>,
+    own_threads_baseline_ms_per_s: Vec<Option<f64>>,
+    own_threads_ms_per_s: Vec<Option<f64>>,
+    connect_s: Vec<f64>,
+}
+
+/// `m` as JSON.
+fn idle_conns_json(m: &IdleConnsMeasurement) -> IdleConnsJson {
+    let results = m
         .results
         .iter()
         .map(|(imp, samples)| {
             let s = IdleSummary::of(samples);
-            let each = |f: &dyn Fn(&IdleSample) -> f64| {
-                json::numbers(&samples.iter().map(f).collect::<Vec<_>>())
-            };
-            json::object(&[
-                ("impl", json::string(imp.name())),
-                ("median_baseline_ms_per_s", json::number(s.baseline)),
-                ("median_ms_per_s", json::number(s.loaded)),
-                ("median_added_ms_per_s", json::number(s.added)),
-                (
-                    "median_own_threads_ms_per_s",
-                    json::number(s.own_loaded.unwrap_or(f64::NAN)),
-                ),
-                ("errors", s.errors.to_string()),
-                ("baseline_ms_per_s", each(&|x| x.baseline)),
-                ("ms_per_s", each(&|x| x.loaded)),
-                (
-                    "own_threads_baseline_ms_per_s",
-                    each(&|x| x.own_baseline.unwrap_or(f64::NAN)),
-                ),
-                (
-                    "own_threads_ms_per_s",
-                    each(&|x| x.own_loaded.unwrap_or(f64::NAN)),
-                ),
-                ("connect_s", each(&|x| x.connect_s)),
-            ])
+            IdleResultJson {
+                imp: imp.name(),
+                median_baseline_ms_per_s: s.baseline,
+                median_ms_per_s: s.loaded,
+                median_added_ms_per_s: s.added,
+                median_own_threads_ms_per_s: s.own_loaded,
+                errors: s.errors,
+                baseline_ms_per_s: samples.iter().map(|x| x.baseline).collect(),
+                ms_per_s: samples.iter().map(|x| x.loaded).collect(),
+                own_threads_baseline_ms_per_s: samples.iter().map(|x| x.own_baseline).collect(),
+                own_threads_ms_per_s: samples.iter().map(|x| x.own_loaded).collect(),
+                connect_s: samples.iter().map(|x| x.connect_s).collect(),
+            }
         })
         .collect();
-    json::object(&[
-        ("workload", json::string(&idle_conns::name(m.connections))),
-        ("connections", m.connections.to_string()),
-        (
-            "requested_connections",
-            m.requested.map_or("null".to_owned(), |r| r.to_string()),
-        ),
-        ("workers", m.workers.to_string()),
-        ("window_s", json::number(m.window.as_secs_f64())),
-        ("settle_s", json::number(idle_conns::SETTLE.as_secs_f64())),
-        ("results", json::array(&results)),
-    ])
+    IdleConnsJson {
+        workload: idle_conns::name(m.connections),
+        connections: m.connections,
+        requested_connections: m.requested,
+        workers: m.workers,
+        window_s: m.window.as_secs_f64(),
+        settle_s: idle_conns::SETTLE.as_secs_f64(),
+        results,
+    }
 }
 
 #[cfg(test)]
@@ -336,6 +395,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::harness::json_check::{keys, numbers, parse, text};
+    use crate::net_rows::idle_conns::IdleSample;
     use crate::net_rows::{NetMeasurements, NetRow};
 
     fn idle_sample(baseline: f64, loaded: f64) -> IdleSample {
@@ -411,5 +472,132 @@ mod tests {
             ]
         );
         assert!(!summary.contains("req/s"), "no load rows ran: {summary}");
+    }
+
+    fn sample(throughput: f64, p99_ms: u64, max_ms: Option<u64>) -> Sample {
+        Sample {
+            throughput,
+            p50: Duration::from_micros(500),
+            p99: Duration::from_millis(p99_ms),
+            max: max_ms.map(Duration::from_millis),
+            errors: 1,
+            first_error: Some("reset".to_owned()),
+        }
+    }
+
+    #[test]
+    fn measurements_json_has_each_case_and_the_idle_conns_row() {
+        let cases = vec![CaseMeasurement {
+            case: Case::Blocked(8),
+            workers: 2,
+            loader: "built-in",
+            results: vec![
+                (
+                    NetImpl::Magpie,
+                    vec![sample(1000.5, 2, None), sample(3000.0, 4, Some(7))],
+                ),
+                (NetImpl::Tokio, vec![sample(500.0, 9, None)]),
+            ],
+        }];
+        let own = |x: f64| IdleSample {
+            own_loaded: None,
+            ..idle_sample(x, x + 1.0)
+        };
+        let idle = IdleConnsMeasurement {
+            connections: 9957,
+            requested: None,
+            workers: 2,
+            window: Duration::from_millis(1500),
+            results: vec![(NetImpl::Magpie, vec![idle_sample(0.2, 0.5), own(0.4)])],
+        };
+        let json = text(measurements_json(&NetMeasurements {
+            cases,
+            idle_conns: Some(idle),
+        }));
+        let v = parse(&json);
+        assert_eq!(v.as_array().map(Vec::len), Some(2), "{json}");
+
+        let case = &v[0];
+        assert_eq!(case["workload"], "blocked worker, echo 8 conn");
+        assert_eq!(case["connections"], 8);
+        assert_eq!(case["loader"], "built-in");
+        assert_eq!(case["workers"], 2);
+        let magpie = &case["results"][0];
+        assert_eq!(magpie["impl"], "magpie");
+        assert_eq!(magpie["median_req_per_s"].as_f64(), Some(2000.25));
+        assert_eq!(magpie["median_p50_ms"].as_f64(), Some(0.5));
+        assert_eq!(magpie["median_p99_ms"].as_f64(), Some(3.0));
+        assert!(magpie["errors"].is_u64(), "{json}");
+        assert_eq!(magpie["errors"], 2);
+        assert_eq!(numbers(&magpie["req_per_s"]), [Some(1000.5), Some(3000.0)]);
+        assert_eq!(numbers(&magpie["p99_ms"]), [Some(2.0), Some(4.0)]);
+        // A sample without a maximum (the loader did not report one) writes null.
+        assert_eq!(numbers(&magpie["max_ms"]), [None, Some(7.0)]);
+        assert_eq!(case["results"][1]["impl"], "tokio");
+        assert_eq!(numbers(&case["results"][1]["max_ms"]), [None]);
+
+        let idle = &v[1];
+        assert_eq!(idle["workload"], "idle, 9957 open conn");
+        assert_eq!(idle["connections"], 9957);
+        assert!(idle["requested_connections"].is_null(), "{json}");
+        assert_eq!(idle["window_s"].as_f64(), Some(1.5));
+        assert_eq!(idle["settle_s"].as_f64(), Some(0.25));
+        let magpie = &idle["results"][0];
+        assert_eq!(
+            magpie["median_baseline_ms_per_s"].as_f64(),
+            Some((0.2 + 0.4) / 2.0)
+        );
+        assert_eq!(magpie["median_ms_per_s"].as_f64(), Some((0.5 + 1.4) / 2.0));
+        // One sample without its own threads' CPU: no median of it.
+        assert!(magpie["median_own_threads_ms_per_s"].is_null(), "{json}");
+        assert_eq!(magpie["errors"], 0);
+        assert_eq!(numbers(&magpie["ms_per_s"]), [Some(0.5), Some(1.4)]);
+        assert_eq!(
+            numbers(&magpie["own_threads_baseline_ms_per_s"]),
+            [Some(0.1), Some(0.2)]
+        );
+        assert_eq!(numbers(&magpie["own_threads_ms_per_s"]), [Some(0.25), None]);
+        assert_eq!(numbers(&magpie["connect_s"]), [Some(1.0), Some(1.0)]);
+
+        let case_result = [
+            "impl",
+            "median_req_per_s",
+            "median_p50_ms",
+            "median_p99_ms",
+            "errors",
+            "req_per_s",
+            "p50_ms",
+            "p99_ms",
+            "max_ms",
+        ];
+        let mut expected = vec!["workload", "connections", "loader", "workers", "results"];
+        expected.extend(case_result.repeat(2));
+        expected.extend([
+            "workload",
+            "connections",
+            "requested_connections",
+            "workers",
+            "window_s",
+            "settle_s",
+            "results",
+            "impl",
+            "median_baseline_ms_per_s",
+            "median_ms_per_s",
+            "median_added_ms_per_s",
+            "median_own_threads_ms_per_s",
+            "errors",
+            "baseline_ms_per_s",
+            "ms_per_s",
+            "own_threads_baseline_ms_per_s",
+            "own_threads_ms_per_s",
+            "connect_s",
+        ]);
+        assert_eq!(keys(&json), expected);
+
+        let none = text(measurements_json(&NetMeasurements {
+            cases: Vec::new(),
+            idle_conns: None,
+        }));
+        assert_eq!(parse(&none), serde_json::json!([]));
     }
 }

@@ -13,8 +13,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use magpie::{Runtime, Stats, WorkerStats};
+use serde::Serialize;
 
-use crate::harness::{json, median_f64};
+use crate::harness::{median_f64, OrderedObject};
 
 /// How long [`settle`] waits for every worker to park before it gives up.
 const SETTLE_LIMIT: Duration = Duration::from_secs(1);
@@ -161,41 +162,57 @@ impl CountSummary {
     }
 
     /// Medians, totals, ratios and every sample's counts, as JSON.
-    pub(crate) fn json(&self) -> String {
-        let fields = |value: &dyn Fn(fn(&Counts) -> u64) -> String| {
-            let items: Vec<(&str, String)> = FIELDS
+    pub(crate) fn json(&self) -> CountsJson {
+        CountsJson {
+            samples: self.samples.len(),
+            unsettled: self.unsettled,
+            median: by_field(|read| self.median(read)),
+            total: by_field(|read| self.total(read)),
+            heavy_barriers_per_steal: self.heavy_per_steal(),
+            unparks_per_spawn: self.unparks_per_spawn(),
+            per_sample: self
+                .samples
                 .iter()
-                .map(|&(name, read)| (name, value(read)))
-                .collect();
-            json::object(&items)
-        };
-        let per_sample: Vec<String> = self
-            .samples
-            .iter()
-            .map(|c| fields(&|read| read(c).to_string()))
-            .collect();
-        let ratio = |r: Option<f64>| r.map_or_else(|| "null".to_owned(), json::number);
-        json::object(&[
-            ("samples", self.samples.len().to_string()),
-            ("unsettled", self.unsettled.to_string()),
-            (
-                "median",
-                fields(&|read| {
-                    self.median(read)
-                        .map_or_else(|| "null".to_owned(), json::number)
-                }),
-            ),
-            ("total", fields(&|read| self.total(read).to_string())),
-            ("heavy_barriers_per_steal", ratio(self.heavy_per_steal())),
-            ("unparks_per_spawn", ratio(self.unparks_per_spawn())),
-            ("per_sample", json::array(&per_sample)),
-        ])
+                .map(|c| by_field(|read| read(c)))
+                .collect(),
+        }
     }
+}
+
+/// An object with one entry per field of [`FIELDS`], in its order: `value` of the field's
+/// reader.
+fn by_field<V>(value: impl Fn(fn(&Counts) -> u64) -> V) -> OrderedObject<&'static str, V> {
+    OrderedObject(
+        FIELDS
+            .iter()
+            .map(|&(name, read)| (name, value(read)))
+            .collect(),
+    )
+}
+
+/// A [`CountSummary`] as JSON; `None` is written as `null`.
+#[derive(Debug, Serialize)]
+pub(crate) struct CountsJson {
+    /// How many samples were counted.
+    samples: usize,
+    /// Samples after which the workers did not all park in time.
+    unsettled: usize,
+    /// Per field, the median over the samples (`None` without samples).
+    median: OrderedObject<&'static str, Option<f64>>,
+    /// Per field, the sum over the samples.
+    total: OrderedObject<&'static str, u64>,
+    /// [`CountSummary::heavy_per_steal`].
+    heavy_barriers_per_steal: Option<f64>,
+    /// [`CountSummary::unparks_per_spawn`].
+    unparks_per_spawn: Option<f64>,
+    /// Every sample's counts, per field, in the order the samples were taken.
+    per_sample: Vec<OrderedObject<&'static str, u64>>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::json_check::{keys, parse, text};
 
     fn counts(steals: u64, heavy: u64, unparks: u64, spawns: u64) -> Counts {
         Counts {
@@ -220,7 +237,59 @@ mod tests {
         assert_eq!(s.heavy_per_steal(), Some(1.5));
         assert_eq!(s.unparks_per_spawn(), Some(2.0));
         assert_eq!(s.unsettled, 1);
-        assert!(s.json().contains("\"heavy_barriers_per_steal\": 1.5"));
+    }
+
+    #[test]
+    fn the_json_has_medians_totals_ratios_and_every_sample_by_field() {
+        let mut s = CountSummary::default();
+        s.push(counts(1, 4, 0, 0), true);
+        s.push(counts(3, 0, 6, 3), false);
+        s.push(counts(0, 2, 0, 0), true);
+        let json = text(s.json());
+        let v = parse(&json);
+        assert_eq!(v["samples"], 3);
+        assert_eq!(v["unsettled"], 1);
+        assert_eq!(v["median"]["steals"].as_f64(), Some(1.0));
+        assert_eq!(v["median"]["heavy_barriers"].as_f64(), Some(3.0));
+        assert!(v["total"]["steals"].is_u64(), "{json}");
+        assert_eq!(v["total"]["steals"], 4);
+        assert_eq!(v["total"]["heavy_barriers"], 9);
+        assert_eq!(v["heavy_barriers_per_steal"].as_f64(), Some(1.5));
+        assert_eq!(v["unparks_per_spawn"].as_f64(), Some(2.0));
+        let per_sample = v["per_sample"].as_array().expect("per_sample is an array");
+        assert_eq!(per_sample.len(), 3);
+        assert!(per_sample[1]["spawns"].is_u64(), "{json}");
+        assert_eq!(per_sample[1]["spawns"], 3);
+        assert_eq!(per_sample[1]["unparks"], 6);
+        assert_eq!(per_sample[2]["steal_heavy_barriers"], 2);
+        let names: Vec<&str> = FIELDS.iter().map(|&(name, _)| name).collect();
+        let mut expected = vec!["samples", "unsettled", "median"];
+        expected.extend(&names);
+        expected.push("total");
+        expected.extend(&names);
+        expected.extend([
+            "heavy_barriers_per_steal",
+            "unparks_per_spawn",
+            "per_sample",
+        ]);
+        for _ in 0..3 {
+            expected.extend(&names);
+        }
+        assert_eq!(keys(&json), expected);
+    }
+
+    #[test]
+    fn without_samples_the_medians_and_ratios_are_null() {
+        let json = text(CountSummary::default().json());
+        let v = parse(&json);
+        assert_eq!(v["samples"], 0);
+        for &(name, _) in &FIELDS {
+            assert!(v["median"][name].is_null(), "{name}: {json}");
+            assert_eq!(v["total"][name], 0, "{name}: {json}");
+        }
+        assert!(v["heavy_barriers_per_steal"].is_null(), "{json}");
+        assert!(v["unparks_per_spawn"].is_null(), "{json}");
+        assert_eq!(v["per_sample"], serde_json::json!([]));
     }
 
     #[test]

@@ -3,9 +3,13 @@
 
 use std::fmt::Write as _;
 
-use crate::harness::{fmt_ms, json, markdown_table, median, ms, samples_json};
+use serde::Serialize;
 
-use super::counts::Field;
+use crate::harness::{
+    fmt_ms, markdown_table, median, ms, samples_json, OrderedObject, SamplesJson,
+};
+
+use super::counts::{CountsJson, Field};
 use super::{Group, Point, RowResult};
 
 /// The count columns: header and reader (a [`Field`] whose name is the header). Spawns and unparks per spawn come only in the
@@ -192,64 +196,201 @@ pub(crate) fn legend() -> &'static str {
 }
 
 /// One point as JSON.
-fn point_json(point: &Point) -> String {
-    let results: Vec<String> = point
-        .results
-        .iter()
-        .map(|(name, samples)| samples_json(name, samples))
-        .collect();
-    let ratios: Vec<(&str, String)> = point
-        .results
-        .iter()
-        .filter(|(name, _)| *name != "magpie")
-        .map(|(name, _)| {
-            let ratio = magpie_over(point, name).map_or_else(|| "null".to_owned(), json::number);
-            (*name, ratio)
-        })
-        .collect();
-    let mut fields = vec![
-        ("workers", point.workers.to_string()),
-        ("results", json::array(&results)),
-        ("magpie_over", json::object(&ratios)),
-        ("counts", point.counts.json()),
-    ];
-    if !point.shapes.is_empty() {
-        let shapes: Vec<String> = point
-            .shapes
-            .iter()
-            .map(|(name, shape)| {
-                json::object(&[
-                    ("impl", json::string(name)),
-                    ("efficiency", json::number(shape.efficiency)),
-                    // Infinite (a thread ran no task) becomes null.
-                    ("load_balance", json::number(shape.load_balance)),
-                    ("ramp_up_ms", json::number(shape.ramp_up_ms)),
-                ])
-            })
-            .collect();
-        fields.push(("task_pool", json::array(&shapes)));
-    }
-    json::object(&fields)
+#[derive(Debug, Serialize)]
+struct PointJson<'a> {
+    workers: usize,
+    results: Vec<SamplesJson<'a>>,
+    /// Per peer, magpie's median over the peer's (`None`: one of them has no samples).
+    magpie_over: OrderedObject<&'a str, Option<f64>>,
+    counts: CountsJson,
+    /// Task-pool rows only (left out of the others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task_pool: Option<Vec<ShapeJson<'a>>>,
 }
 
-/// Every row as a JSON array.
-pub(crate) fn rows_json(rows: &[RowResult]) -> String {
-    let items: Vec<String> = rows
+/// One implementation's [`PoolShape`](super::task_pool::PoolShape) as JSON. An infinite
+/// figure (a thread ran no task) is written as `null`.
+#[derive(Debug, Serialize)]
+struct ShapeJson<'a> {
+    #[serde(rename = "impl")]
+    imp: &'a str,
+    efficiency: f64,
+    load_balance: f64,
+    ramp_up_ms: f64,
+}
+
+/// `point` as JSON.
+fn point_json(point: &Point) -> PointJson<'_> {
+    let shapes = point
+        .shapes
         .iter()
-        .map(|row| {
-            let points: Vec<String> = row.points.iter().map(point_json).collect();
-            json::object(&[
-                ("group", json::string(row.group.name())),
-                ("row", json::string(&row.name)),
-                (
-                    "description",
-                    row.about
-                        .as_deref()
-                        .map_or_else(|| "null".to_owned(), json::string),
-                ),
-                ("points", json::array(&points)),
-            ])
+        .map(|(name, shape)| ShapeJson {
+            imp: name,
+            efficiency: shape.efficiency,
+            load_balance: shape.load_balance,
+            ramp_up_ms: shape.ramp_up_ms,
         })
         .collect();
-    json::array(&items)
+    PointJson {
+        workers: point.workers,
+        results: point
+            .results
+            .iter()
+            .map(|(name, samples)| samples_json(name, samples))
+            .collect(),
+        magpie_over: OrderedObject(
+            point
+                .results
+                .iter()
+                .filter(|(name, _)| *name != "magpie")
+                .map(|(name, _)| (*name, magpie_over(point, name)))
+                .collect(),
+        ),
+        counts: point.counts.json(),
+        task_pool: (!point.shapes.is_empty()).then_some(shapes),
+    }
+}
+
+/// One row as JSON.
+#[derive(Debug, Serialize)]
+pub(crate) struct RowJson<'a> {
+    group: &'static str,
+    row: &'a str,
+    /// What the row does, where its name does not say it (else `null`).
+    description: Option<&'a str>,
+    points: Vec<PointJson<'a>>,
+}
+
+/// Every row as JSON.
+pub(crate) fn rows_json(rows: &[RowResult]) -> Vec<RowJson<'_>> {
+    rows.iter()
+        .map(|row| RowJson {
+            group: row.group.name(),
+            row: &row.name,
+            description: row.about.as_deref(),
+            points: row.points.iter().map(point_json).collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::counts::CountSummary;
+    use super::super::task_pool::PoolShape;
+    use super::*;
+    use crate::harness::json_check::{keys, parse, text};
+
+    fn point(workers: usize, results: &[(&'static str, u64)]) -> Point {
+        Point {
+            workers,
+            results: results
+                .iter()
+                .map(|&(name, millis)| (name, vec![Duration::from_millis(millis)]))
+                .collect(),
+            counts: CountSummary::default(),
+            shapes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn rows_json_has_each_row_its_points_and_magpies_ratios() {
+        let mut task_pool = point(4, &[("magpie", 2), ("rayon", 4), ("tokio", 1)]);
+        task_pool.shapes = vec![
+            (
+                "magpie",
+                PoolShape {
+                    efficiency: 0.75,
+                    // A thread that ran no task: infinite, written as null.
+                    load_balance: f64::INFINITY,
+                    ramp_up_ms: 0.25,
+                },
+            ),
+            (
+                "rayon",
+                PoolShape {
+                    efficiency: 0.5,
+                    load_balance: 1.25,
+                    ramp_up_ms: f64::NAN,
+                },
+            ),
+        ];
+        let rows = [
+            RowResult {
+                group: Group::TaskPool,
+                name: "variable".to_owned(),
+                about: Some("tasks of \"varied\" length".to_owned()),
+                points: vec![point(1, &[("magpie", 3), ("rayon", 6)]), task_pool],
+            },
+            RowResult {
+                group: Group::Iter,
+                name: "sum".to_owned(),
+                about: None,
+                points: Vec::new(),
+            },
+            RowResult {
+                group: Group::Async,
+                name: "yield_many".to_owned(),
+                about: None,
+                // No magpie samples: its ratios are null.
+                points: vec![point(2, &[("tokio", 5)])],
+            },
+        ];
+        let json = text(rows_json(&rows));
+        let v = parse(&json);
+        assert_eq!(v.as_array().map(Vec::len), Some(3), "{json}");
+
+        let row = &v[0];
+        assert_eq!(row["group"], "task pool");
+        assert_eq!(row["row"], "variable");
+        assert_eq!(row["description"], "tasks of \"varied\" length");
+        let first = &row["points"][0];
+        assert!(first["workers"].is_u64(), "{json}");
+        assert_eq!(first["workers"], 1);
+        assert_eq!(first["results"][1]["impl"], "rayon");
+        assert_eq!(first["results"][1]["samples_ms"][0].as_f64(), Some(6.0));
+        assert_eq!(first["magpie_over"]["rayon"].as_f64(), Some(0.5));
+        assert!(first["magpie_over"].get("magpie").is_none(), "{json}");
+        assert_eq!(first["counts"]["samples"], 0);
+        assert!(first.get("task_pool").is_none(), "{json}");
+        let second = &row["points"][1];
+        assert_eq!(second["magpie_over"]["tokio"].as_f64(), Some(2.0));
+        let shapes = &second["task_pool"];
+        assert_eq!(shapes[0]["impl"], "magpie");
+        assert_eq!(shapes[0]["efficiency"].as_f64(), Some(0.75));
+        assert!(shapes[0]["load_balance"].is_null(), "{json}");
+        assert_eq!(shapes[0]["ramp_up_ms"].as_f64(), Some(0.25));
+        assert_eq!(shapes[1]["load_balance"].as_f64(), Some(1.25));
+        assert!(shapes[1]["ramp_up_ms"].is_null(), "{json}");
+
+        assert!(v[1]["description"].is_null(), "{json}");
+        assert_eq!(v[1]["points"], serde_json::json!([]));
+        assert!(
+            v[2]["points"][0]["magpie_over"]["tokio"].is_null(),
+            "{json}"
+        );
+
+        let counts = keys(&text(CountSummary::default().json()));
+        let samples = ["impl", "median_ms", "min_ms", "samples_ms"];
+        let shape = ["impl", "efficiency", "load_balance", "ramp_up_ms"];
+        let mut expected = vec!["group", "row", "description", "points"];
+        expected.extend(["workers", "results"]);
+        expected.extend(samples.repeat(2));
+        expected.extend(["magpie_over", "rayon", "counts"]);
+        expected.extend(counts.iter().map(String::as_str));
+        expected.extend(["workers", "results"]);
+        expected.extend(samples.repeat(3));
+        expected.extend(["magpie_over", "rayon", "tokio", "counts"]);
+        expected.extend(counts.iter().map(String::as_str));
+        expected.push("task_pool");
+        expected.extend(shape.repeat(2));
+        expected.extend(["group", "row", "description", "points"]);
+        expected.extend(["group", "row", "description", "points"]);
+        expected.extend(["workers", "results"]);
+        expected.extend(samples);
+        expected.extend(["magpie_over", "tokio", "counts"]);
+        expected.extend(counts.iter().map(String::as_str));
+        assert_eq!(keys(&json), expected);
+    }
 }
