@@ -10,6 +10,7 @@ use crate::harness::{
 };
 
 use super::counts::{CountsJson, Field};
+use super::task_pool::PoolShape;
 use super::{Group, Point, RowResult};
 
 /// The count columns: header and reader (a [`Field`] whose name is the header). Spawns and unparks per spawn come only in the
@@ -208,15 +209,13 @@ struct PointJson<'a> {
     task_pool: Option<Vec<ShapeJson<'a>>>,
 }
 
-/// One implementation's [`PoolShape`](super::task_pool::PoolShape) as JSON. An infinite
-/// figure (a thread ran no task) is written as `null`.
+/// One implementation's [`PoolShape`] as JSON: its name, then the shape's fields.
 #[derive(Debug, Serialize)]
 struct ShapeJson<'a> {
     #[serde(rename = "impl")]
     imp: &'a str,
-    efficiency: f64,
-    load_balance: f64,
-    ramp_up_ms: f64,
+    #[serde(flatten)]
+    shape: &'a PoolShape,
 }
 
 /// `point` as JSON.
@@ -224,12 +223,7 @@ fn point_json(point: &Point) -> PointJson<'_> {
     let shapes = point
         .shapes
         .iter()
-        .map(|(name, shape)| ShapeJson {
-            imp: name,
-            efficiency: shape.efficiency,
-            load_balance: shape.load_balance,
-            ramp_up_ms: shape.ramp_up_ms,
-        })
+        .map(|(name, shape)| ShapeJson { imp: name, shape })
         .collect();
     PointJson {
         workers: point.workers,
@@ -278,7 +272,6 @@ mod tests {
     use std::time::Duration;
 
     use super::super::counts::CountSummary;
-    use super::super::task_pool::PoolShape;
     use super::*;
     use crate::harness::json_check::{keys, parse, text};
 

@@ -285,8 +285,9 @@ pub(crate) fn load_balance(work: &[u64], workers: usize) -> f64 {
     }
 }
 
-/// Efficiency, load balance and ramp-up of one implementation at one worker count.
-#[derive(Clone, Copy, Debug)]
+/// Efficiency, load balance and ramp-up of one implementation at one worker count. In
+/// `scale`'s JSON an infinite figure (a thread ran no task) is written as `null`.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
 pub(crate) struct PoolShape {
     /// Total task work / (workers × median makespan).
     pub(crate) efficiency: f64,
