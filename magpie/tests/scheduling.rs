@@ -293,3 +293,43 @@ fn a_pool_that_wakes_for_lone_requests_searches_less_before_it_parks() {
         "failed searches per request: {per_request:?} (longest settle {longest_settle:?})"
     );
 }
+
+/// One worker with a backlog from outside runs it in arrival order, and pulls it from the
+/// inject queue only when its ring runs dry, in batches of half the ring. Its periodic
+/// fairness turn used to pull too, every 8 tasks of this length, with a full ring: a few
+/// tasks a pull, about 220 pulls for this backlog.
+#[test]
+fn one_worker_runs_a_backlog_from_outside_in_order_in_few_pulls() {
+    const TASKS: usize = 2_000;
+    let rt = runtime(1);
+    // Hold the worker until the whole backlog is queued, so the test does not depend on
+    // how fast this thread submits.
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    rt.execute(move || {
+        started_tx.send(()).unwrap();
+        release_rx.recv().unwrap();
+    });
+    started_rx.recv_timeout(DEADLINE).unwrap();
+    let before = rt.stats().workers[0].inject_pulls;
+    let order = Arc::new(std::sync::Mutex::new(Vec::with_capacity(TASKS)));
+    rt.execute_batch((0..TASKS).map(|i| {
+        let order = order.clone();
+        move || {
+            // Long enough that the adaptive interval falls to its floor of 8 tasks.
+            std::thread::sleep(Duration::from_micros(100));
+            order.lock().unwrap().push(i);
+        }
+    }));
+    release_tx.send(()).unwrap();
+    rt.wait_idle();
+    let order = order.lock().unwrap();
+    assert_eq!(*order, (0..TASKS).collect::<Vec<_>>());
+    let pulls = rt.stats().workers[0].inject_pulls - before;
+    // A pull takes at most half the ring (128 tasks): 16 for the backlog; pulls of half
+    // that size would be 32.
+    assert!(
+        pulls <= TASKS.div_ceil(64) as u64,
+        "{pulls} pulls for {TASKS} tasks"
+    );
+}

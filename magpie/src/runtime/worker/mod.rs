@@ -10,7 +10,8 @@
 //! 2. every `interval` tasks, maintenance: the mean task time (EWMA) sets the interval
 //!    (clamp(1 ms / mean, 8, 255), the seed's rule), due timers fire, and the mailbox and the
 //!    inject queue are looked at *first*, so tasks from outside wait about 1 ms at most even
-//!    while the local queues never run dry;
+//!    while the local queues never run dry (no batch from the inject queue unless the
+//!    worker holds a task that did not come from it: `WorkerThread::inject_turn`);
 //! 3. the LIFO slot (at most `tasks::MAX_LIFO_POLLS` in a row), then the ring, FIFO; then the
 //!    mailbox and the inject queue (a batch: this worker's share, into the ring);
 //! 4. a steal from a random victim (FastRand + Lemire), trying every other worker once
@@ -730,6 +731,7 @@ pub(crate) fn run(seed: WorkerSeed) {
             clock_ns: Cell::new(0),
             chained: Cell::new(false),
             ids: Cell::new(0),
+            holds_local: Cell::new(false),
         },
     };
     set(&worker.counters.interval, u64::from(INITIAL_INTERVAL));

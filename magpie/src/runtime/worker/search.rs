@@ -273,6 +273,11 @@ impl WorkerThread {
             let before = self.ring.len();
             if let Some(ptr) = slots.ring.steal_into(&self.ring) {
                 let moved = self.ring.len().saturating_sub(before) as u64 + 1;
+                if moved > 1 {
+                    // The rest of the half is in this ring now, and may be newer than the
+                    // inject queue's tasks (`TaskState::holds_local`).
+                    self.tasks.holds_local.set(true);
+                }
                 bump(&counters.steal_operations);
                 add(&counters.tasks_stolen, moved);
                 // SAFETY: rings hold Notified pointers.

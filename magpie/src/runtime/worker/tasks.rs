@@ -76,6 +76,13 @@ pub(super) struct TaskState {
     pub(super) chained: Cell<bool>,
     /// The next id of this worker's block of task ids (`task/id.rs`, `Id::next_from`).
     pub(super) ids: Cell<u64>,
+    /// Whether the ring or the LIFO slot may hold a task that did not come from the inject
+    /// queue: one spawned, woken or yielded here, or stolen from another worker. Cleared
+    /// when both are found empty. While it is clear, every task this worker holds was
+    /// pulled from the inject queue, so it is older than every task still there (the queue
+    /// is FIFO and a pull takes the oldest), and maintenance makes no batch pull
+    /// (`WorkerThread::inject_turn`).
+    pub(super) holds_local: Cell<bool>,
 }
 
 /// Adds one to a worker-local count (see `TaskState::local_scheduled`).
@@ -153,6 +160,9 @@ impl WorkerThread {
     /// blocking closure returns, and busy workers look at the inject queue at maintenance,
     /// not at this worker's ring (`worker/block.rs`).
     pub(crate) fn schedule_local(&self, task: Task, is_yield: bool) {
+        // Set for the inject queue's branch too: harmless (a fairness pull at the next
+        // maintenance), and one store on this path instead of a branch in each other one.
+        self.tasks.holds_local.set(true);
         if is_yield {
             // A task that woke itself in its poll, rescheduled when the poll returned: any
             // `block_in_place` it called has returned by then.
@@ -231,7 +241,7 @@ impl WorkerThread {
             self.maintenance();
             // Fairness: tasks from outside and submitted ones get a turn even while the
             // local queues never run dry.
-            if let Some(task) = self.pull_mailbox().or_else(|| self.pull_inject()) {
+            if let Some(task) = self.pull_mailbox().or_else(|| self.inject_turn()) {
                 return Some(task);
             }
         }
@@ -252,8 +262,10 @@ impl WorkerThread {
             count(&state.lifo_hits);
             return Some(task);
         }
-        // The local queues ran dry: what comes next is not a hand-over between two polls.
+        // The local queues ran dry: what comes next is not a hand-over between two polls,
+        // and this worker holds no task of its own.
         state.chained.set(false);
+        state.holds_local.set(false);
         // The tasks this worker completed stay deferred (`defer_unlink`) until it finds no
         // work at all (the main loop unlinks them then, before it goes idle) or has 64. Not
         // here: a worker that steals tasks one at a time from a spawning worker runs dry
@@ -302,6 +314,33 @@ impl WorkerThread {
         };
         bump(&self.counters.inject_pulls);
         self.trace_event(Kind::InjectPull, pulled as u64);
+        // SAFETY: the inject queue holds Notified pointers (see `Registry::push_remote`).
+        Some(unsafe { Task::from_header(ptr) })
+    }
+
+    /// The inject queue's turn at maintenance (step 2 of the find-work order).
+    ///
+    /// While this worker holds a task that did not come from the inject queue
+    /// (`holds_local`), a pull as when the ring runs dry. Otherwise every task it holds was
+    /// pulled from there and is older than every task still queued, and a batch pull would
+    /// only move newer tasks behind them: it takes one task, to run now, and only from a
+    /// queue shorter than one task a worker, as the pull does then (a lone arrival while
+    /// every worker is busy still waits about one interval); a longer queue waits for the
+    /// ring to run dry. A task pool's workers otherwise pulled every 8 tasks with a nearly
+    /// full ring, a few tasks each time: 200 pulls a worker for 4,000 closures on 2
+    /// workers, against about 20, each a trip through the consumers' lock and the queue's
+    /// shared lines (BENCHMARKS.md, "2026-12-05, sixteenth").
+    fn inject_turn(&self) -> Option<Task> {
+        if self.tasks.holds_local.get() {
+            return self.pull_inject();
+        }
+        let inject = &self.registry.task_inject;
+        if inject.is_empty() || inject.len() >= self.registry.active_workers() {
+            return None;
+        }
+        let ptr = inject.pop()?;
+        bump(&self.counters.inject_pulls);
+        self.trace_event(Kind::InjectPull, 1);
         // SAFETY: the inject queue holds Notified pointers (see `Registry::push_remote`).
         Some(unsafe { Task::from_header(ptr) })
     }
