@@ -124,8 +124,10 @@ plan)
         "$bin/release-lto/magpie" trace --pattern variable --tasks 4000 --workers "$w" --out "$work/trace-variable-$w"
     }
     # The base build against this one, interleaved (base, this, base, this), where `build`
-    # made one (BASE=REV): the groups a pending change is about (R1c: the task pool and the
-    # async rows, which submit from outside), at 4 and 16 workers.
+    # made one (BASE=REV): the groups the pending changes are about (R1c, and the sixteenth
+    # pass's maintenance without batch pulls: the task pool and the async rows, which
+    # submit from outside), at 4 and 16 workers. BASE=e57023a measures both together,
+    # BASE=2cfc78f the second alone.
     ab() {
         local groups=${AB_GROUPS:-task-pool,async} workers=${AB_WORKERS:-4,16}
         for round in 1 2; do

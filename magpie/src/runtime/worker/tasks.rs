@@ -335,7 +335,8 @@ impl WorkerThread {
             return self.pull_inject();
         }
         let inject = &self.registry.task_inject;
-        if inject.is_empty() || inject.len() >= self.registry.active_workers() {
+        let queued = inject.len();
+        if queued == 0 || queued >= self.registry.active_workers() {
             return None;
         }
         let ptr = inject.pop()?;
