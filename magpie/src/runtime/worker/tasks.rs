@@ -323,27 +323,20 @@ impl WorkerThread {
     /// While this worker holds a task that did not come from the inject queue
     /// (`holds_local`), a pull as when the ring runs dry. Otherwise every task it holds was
     /// pulled from there and is older than every task still queued, and a batch pull would
-    /// only move newer tasks behind them: it takes one task, to run now, and only from a
-    /// queue shorter than one task a worker, as the pull does then (a lone arrival while
-    /// every worker is busy still waits about one interval); a longer queue waits for the
-    /// ring to run dry. A task pool's workers otherwise pulled every 8 tasks with a nearly
+    /// only move newer tasks behind them: it pulls only from a queue shorter than one task
+    /// a worker, where a pull's share is one task, run now (a lone arrival while every
+    /// worker is busy still waits about one interval); a longer queue waits for the ring to
+    /// run dry. A task pool's workers otherwise pulled every 8 tasks with a nearly
     /// full ring, a few tasks each time: 200 pulls a worker for 4,000 closures on 2
     /// workers, against about 20, each a trip through the consumers' lock and the queue's
     /// shared lines (BENCHMARKS.md, "2026-12-05, sixteenth").
     fn inject_turn(&self) -> Option<Task> {
-        if self.tasks.holds_local.get() {
-            return self.pull_inject();
-        }
-        let inject = &self.registry.task_inject;
-        let queued = inject.len();
-        if queued == 0 || queued >= self.registry.active_workers() {
+        if !self.tasks.holds_local.get()
+            && self.registry.task_inject.len() >= self.registry.active_workers()
+        {
             return None;
         }
-        let ptr = inject.pop()?;
-        bump(&self.counters.inject_pulls);
-        self.trace_event(Kind::InjectPull, 1);
-        // SAFETY: the inject queue holds Notified pointers (see `Registry::push_remote`).
-        Some(unsafe { Task::from_header(ptr) })
+        self.pull_inject()
     }
 
     /// Polls a task once, with a fresh cooperative budget.
