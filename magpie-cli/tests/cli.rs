@@ -108,10 +108,20 @@ fn compare_runs_four_strategies_on_every_pattern() {
         assert_eq!(cells.len(), 4, "{p}");
         for c in cells {
             assert!(c["makespan_ms"].as_f64().unwrap() > 0.0);
+            // One run: its median is itself.
+            assert_eq!(c["median_ms"], c["makespan_ms"], "{c}");
             let efficiency = c["efficiency"].as_f64().unwrap();
             assert!(efficiency > 0.0, "{c}");
             assert_eq!(c["runs_ms"].as_array().unwrap().len(), 1);
         }
+        // One run each shows no spread, so no outcome; the rival is a baseline.
+        let verdict = &p["verdict"];
+        assert!(verdict["outcome"].is_null(), "{verdict}");
+        let rival = verdict["rival"].as_str().unwrap();
+        assert!(
+            cells[1..].iter().any(|c| c["strategy"] == rival),
+            "{verdict}"
+        );
         // Baselines never steal.
         for c in &cells[1..] {
             assert_eq!(c["steals"], 0);
@@ -137,6 +147,13 @@ fn compare_one_pattern_prints_one_table() {
         .stdout(predicate::str::contains("mixed: 100 tasks"))
         .stdout(predicate::str::contains("magpie (work stealing)"))
         .stdout(predicate::str::contains("static partition"))
+        .stdout(predicate::str::contains("median ms"))
+        // Two runs each: a spread, and an outcome against it.
+        .stdout(predicate::str::contains("work stealing against "))
+        .stdout(
+            predicate::str::is_match("; ahead of every |; behind: |: a tie on this machine")
+                .unwrap(),
+        )
         .stdout(predicate::str::contains("uniform").not());
 }
 
