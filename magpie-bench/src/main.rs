@@ -7,7 +7,7 @@
 //! cargo run --release -p magpie-bench -- idle [--workers N] [--reps R] [--pending-timers N]
 //! cargo run --release -p magpie-bench -- scale [--workers 1,2,4,8,16] [--quick]
 //!                                              [--only fork-join,iter,async,task-pool]
-//!                                              [--json PATH]
+//!                                              [--processes K] [--json PATH]
 //! cargo run --release -p magpie-bench -- async [--workers N] [--samples K] [--quick]
 //! cargo run --release -p magpie-bench -- iter [--workers N] [--only sum,sort,...] [--quick]
 //! cargo run --release -p magpie-bench -- stall [--workers N] [--stall-ms S] [--trials T]
@@ -37,8 +37,11 @@
 //! ... below the CPU count, then the CPU count; `--quick` (5 samples, 2,000 tasks per
 //! task-pool row) takes a few minutes at `--workers 1,2` on two CPUs. `--assume-cpus N`
 //! makes magpie's pools count N CPUs in the wake rules that depend on the machine's size,
-//! so that the counts of a small machine show a large one's wakes (not its times). See
-//! `scale.rs`.
+//! so that the counts of a small machine show a large one's wakes (not its times).
+//! `--processes K` runs the whole table in K fresh processes and pools their samples, with
+//! the spread of magpie's ratios from one process to the next: where the kernel places each
+//! thread lasts a process, and on a small VM it moves a pool's median up to 3 × (see
+//! `scale/processes.rs`). See `scale.rs`.
 
 mod async_rows;
 mod bounds;
@@ -338,6 +341,12 @@ struct ScaleArgs {
     /// makes (its timings then compare nothing: the workers share fewer CPUs).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
     assume_cpus: Option<u64>,
+    /// Run the whole table in this many fresh processes, one after the other, and report
+    /// each row's times over all of their samples, with the spread of magpie's ratio from
+    /// process to process (where the kernel put each thread lasts a process: one process
+    /// is one draw of it).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    processes: u64,
 }
 
 #[derive(Args, Debug)]
@@ -663,6 +672,9 @@ fn idle(args: &IdleArgs, info: &MachineInfo) -> ExitCode {
 }
 
 fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
+    if args.processes > 1 {
+        return scale_processes(args, info);
+    }
     let counts: Vec<usize> = if args.workers.is_empty() {
         let cpus = info.cpus.max(1);
         let mut counts: Vec<usize> =
@@ -734,6 +746,103 @@ fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
         ),
         None => ExitCode::SUCCESS,
     }
+}
+
+/// `scale --processes K`: the table from `K` child processes, pooled
+/// (`scale/processes.rs`).
+fn scale_processes(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
+    use scale::processes;
+    let processes = args.processes as usize;
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(err) => {
+            eprintln!("scale --processes: cannot find this program: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Each child's JSON: beside `--json PATH` (kept), or in a folder of our own (removed).
+    let (folder, stem, keep) = match &args.sampling.json {
+        Some(path) => (
+            path.parent().map_or_else(PathBuf::new, Path::to_path_buf),
+            path.file_stem()
+                .map_or_else(|| "scale".into(), |s| s.to_string_lossy().into_owned()),
+            true,
+        ),
+        None => (
+            std::env::temp_dir().join(format!("magpie-bench-scale-{}", std::process::id())),
+            "scale".to_owned(),
+            false,
+        ),
+    };
+    if let Err(err) = std::fs::create_dir_all(&folder) {
+        eprintln!(
+            "scale --processes: cannot create {}: {err}",
+            folder.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    info.print_with_pools(
+        "scale",
+        &format!(
+            "the table run in {processes} fresh processes, one after the other; times over \
+             all of their samples"
+        ),
+    );
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let result = processes::run_children(&exe, &raw, processes, |i| {
+        folder.join(format!("{stem}-process-{i}.json"))
+    })
+    .and_then(|files| {
+        let mut results = Vec::with_capacity(files.len());
+        for file in &files {
+            results.push(processes::read(file)?.0);
+        }
+        Ok((files, processes::pool(&results)?))
+    });
+    let (files, pooled) = match result {
+        Ok(done) => done,
+        Err(err) => {
+            eprintln!("scale --processes: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("{}", processes::render(&pooled, processes));
+    println!(
+        "magpie ms, peer ms: medians over every process's samples together; magpie/peer: \
+         their ratio; per process: the lowest, median and highest of the {processes} \
+         processes' own ratios; magpie ahead: processes whose ratio was at most 1.00. \
+         Counts and task-pool shapes: each process's JSON{}.",
+        if keep { " (kept beside --json)" } else { "" }
+    );
+    print_load_after();
+    if !keep {
+        for file in &files {
+            let _ = std::fs::remove_file(file);
+        }
+        let _ = std::fs::remove_dir(&folder);
+    }
+    match &args.sampling.json {
+        Some(path) => write_json_with(
+            path,
+            info,
+            "scale",
+            ScaleProcessesSettings {
+                assumed_cpus: args.assume_cpus,
+                processes: args.processes,
+            },
+            pooled,
+        ),
+        None => ExitCode::SUCCESS,
+    }
+}
+
+/// `scale --processes`'s settings in its JSON file.
+#[derive(Debug, Serialize)]
+struct ScaleProcessesSettings {
+    /// As in [`ScaleSettings`].
+    assumed_cpus: Option<u64>,
+    /// How many processes' samples are pooled.
+    processes: u64,
 }
 
 fn async_rows(args: &AsyncArgs, info: &MachineInfo) -> ExitCode {

@@ -27,6 +27,7 @@
 //! Every table is printed as soon as its row is done; `scale/report.rs` renders them.
 
 mod counts;
+pub(crate) mod processes;
 mod report;
 mod task_pool;
 
