@@ -38,8 +38,9 @@ pub(crate) struct CompareArgs {
     #[arg(long, value_enum)]
     pattern: Option<Pattern>,
     /// Runs per strategy and pattern. The table shows the best (shortest) and the median;
-    /// the line under it, whether the middle halves of work stealing's runs and the best
-    /// other schedule's lie apart (with one run each it cannot tell).
+    /// the line under it, whether the middle half of work stealing's runs lies below every
+    /// other schedule's (ahead), above one's (behind), or overlaps one (a tie); with one run
+    /// each it cannot tell.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     repeat: u32,
 }
