@@ -810,8 +810,13 @@ fn scale_processes(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
     println!(
         "magpie ms, peer ms: medians over every process's samples together; magpie/peer: \
          their ratio; per process: the lowest, median and highest of the {processes} \
-         processes' own ratios; magpie ahead: processes whose ratio was at most 1.00. \
-         Counts and task-pool shapes: each process's JSON{}.",
+         processes' own ratios; magpie ahead: processes whose ratio was at most 1.00.\n"
+    );
+    println!("{}", processes::render_counts(&pooled));
+    println!(
+        "magpie's counts over every process's samples: medians per sample; heavy/steal and \
+         unparks/spawn over the totals (see `scale` without --processes for each). \
+         Task-pool shapes: each process's JSON{}.",
         if keep { " (kept beside --json)" } else { "" }
     );
     print_load_after();

@@ -97,6 +97,26 @@ impl Counts {
     }
 }
 
+impl Counts {
+    /// One sample's counts from the object [`CountSummary::json`] writes for it (its
+    /// `per_sample` entries), or `None` if a field is missing or not a count.
+    pub(crate) fn from_json(value: &serde_json::Value) -> Option<Counts> {
+        let field = |name: &str| value.get(name)?.as_u64();
+        Some(Counts {
+            steals: field("steals")?,
+            failed_steals: field("failed_steals")?,
+            steal_attempts: field("steal_attempts")?,
+            heavy_barriers: field("heavy_barriers")?,
+            steal_heavy_barriers: field("steal_heavy_barriers")?,
+            parks: field("parks")?,
+            unparks: field("unparks")?,
+            spawns: field("spawns")?,
+            inject_locks: field("inject_locks")?,
+            list_locks: field("list_locks")?,
+        })
+    }
+}
+
 /// Waits until `rt` has no task left and every worker is parked (see the module doc).
 /// Returns `false` if the workers were not all parked within [`SETTLE_LIMIT`]; the counts
 /// taken next may then miss a few heavy barriers.
@@ -223,6 +243,25 @@ mod tests {
             spawns,
             ..Counts::default()
         }
+    }
+
+    #[test]
+    fn a_samples_counts_read_back_from_the_json() {
+        let mut s = CountSummary::default();
+        let sample = Counts {
+            failed_steals: 5,
+            steal_attempts: 6,
+            parks: 7,
+            inject_locks: 8,
+            list_locks: 9,
+            ..counts(1, 2, 3, 4)
+        };
+        s.push(sample, true);
+        let v = parse(&text(s.json()));
+        assert_eq!(Counts::from_json(&v["per_sample"][0]), Some(sample));
+        let mut missing = v["per_sample"][0].clone();
+        missing.as_object_mut().unwrap().remove("parks");
+        assert_eq!(Counts::from_json(&missing), None);
     }
 
     #[test]

@@ -13,10 +13,11 @@
 //! each writing its JSON to a temporary folder, and reports per row, worker count and peer:
 //! both medians over every child's samples together, magpie's ratio of those medians, and
 //! the spread of the ratio over the children (the lowest, the median and the highest of
-//! the `K` per-process ratios) with how many children had magpie ahead. The pooled report
-//! is about times; magpie's counts and the task-pool shapes are in each child's JSON, which
-//! the parent keeps beside its own when given `--json PATH` (`PATH` without its extension,
-//! then `-process-1.json` and so on), and otherwise removes.
+//! the `K` per-process ratios) with how many children had magpie ahead, then magpie's
+//! counts over every child's samples (medians per sample, and the two ratios over the
+//! totals). The task-pool shapes are in each child's JSON, which the parent keeps beside its
+//! own when given `--json PATH` (`PATH` without its extension, then `-process-1.json` and so
+//! on), and otherwise removes.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use std::process::Command;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::counts::{CountSummary, Counts, CountsJson};
 use crate::harness::{markdown_table, median_f64};
 
 /// `args` (the command line after the program's name) for one child: without
@@ -112,13 +114,17 @@ pub(crate) struct Ratio {
 }
 
 /// One row at one worker count.
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize)]
 pub(crate) struct PooledPoint {
     pub(crate) group: String,
     pub(crate) row: String,
     pub(crate) workers: u64,
     pub(crate) impls: Vec<Pooled>,
     pub(crate) magpie_over: Vec<Ratio>,
+    /// magpie's counts over every process's samples, as each process writes its own.
+    #[serde(skip)]
+    pub(crate) summary: CountSummary,
+    pub(crate) counts: CountsJson,
 }
 
 /// Pools the `results` of several `scale` JSON files (the value of each file's `results`
@@ -181,12 +187,28 @@ pub(crate) fn pool(runs: &[Value]) -> Result<Vec<PooledPoint>, String> {
                     .collect(),
                 None => Vec::new(),
             };
+            // magpie's counts, sample by sample, from every process.
+            let mut summary = CountSummary::default();
+            for run in runs {
+                let counts = &run[r]["points"][p]["counts"];
+                let samples = counts["per_sample"]
+                    .as_array()
+                    .map_or(&[][..], Vec::as_slice);
+                for sample in samples {
+                    let sample = Counts::from_json(sample)
+                        .ok_or_else(|| format!("{name}, {workers} workers: a sample's counts"))?;
+                    summary.push(sample, true);
+                }
+                summary.unsettled += counts["unsettled"].as_u64().unwrap_or(0) as usize;
+            }
             out.push(PooledPoint {
                 group: group.to_owned(),
                 row: name.to_owned(),
                 workers,
                 impls: pooled,
                 magpie_over,
+                counts: summary.json(),
+                summary,
             });
         }
     }
@@ -259,6 +281,51 @@ pub(crate) fn render(points: &[PooledPoint], processes: usize) -> String {
     )
 }
 
+/// magpie's counts over every process's samples: one line per row and worker count.
+pub(crate) fn render_counts(points: &[PooledPoint]) -> String {
+    let fmt = |value: Option<f64>| value.map_or_else(|| "–".to_owned(), |v| format!("{v:.0}"));
+    let ratio = |value: Option<f64>| value.map_or_else(|| "–".to_owned(), |v| format!("{v:.4}"));
+    let lines: Vec<Vec<String>> = points
+        .iter()
+        .filter(|point| !point.summary.samples.is_empty())
+        .map(|point| {
+            let s = &point.summary;
+            vec![
+                format!("{}: {}", point.group, point.row),
+                point.workers.to_string(),
+                s.samples.len().to_string(),
+                fmt(s.median(|c| c.steals)),
+                fmt(s.median(|c| c.failed_steals)),
+                fmt(s.median(|c| c.heavy_barriers)),
+                ratio(s.heavy_per_steal()),
+                fmt(s.median(|c| c.parks)),
+                fmt(s.median(|c| c.unparks)),
+                ratio(s.unparks_per_spawn()),
+                fmt(s.median(|c| c.inject_locks)),
+            ]
+        })
+        .collect();
+    markdown_table(
+        &[
+            "row",
+            "workers",
+            "samples",
+            "steals",
+            "failed steals",
+            "heavy barriers",
+            "heavy/steal",
+            "parks",
+            "unparks",
+            "unparks/spawn",
+            "inject locks",
+        ],
+        &[
+            false, true, true, true, true, true, true, true, true, true, true,
+        ],
+        &lines,
+    )
+}
+
 /// Reads a child's JSON file and returns its `results` value and its `machine` value.
 pub(crate) fn read(path: &Path) -> Result<(Value, Value), String> {
     let text = std::fs::read_to_string(path)
@@ -317,6 +384,41 @@ mod tests {
                 ],
             }],
         }])
+    }
+
+    /// `run` with magpie's counts: one sample of `unparks` unparks and `spawns` spawns.
+    fn counted(magpie: &[f64], peer: &[f64], unparks: u64, spawns: u64) -> Value {
+        let mut value = run(magpie, peer);
+        let mut summary = CountSummary::default();
+        summary.push(
+            Counts {
+                unparks,
+                spawns,
+                ..Counts::default()
+            },
+            true,
+        );
+        value[0]["points"][0]["counts"] = serde_json::to_value(summary.json()).unwrap();
+        value
+    }
+
+    #[test]
+    fn the_counts_of_every_process_are_pooled() {
+        let runs = [
+            counted(&[1.0], &[1.0], 1, 100),
+            counted(&[1.0], &[1.0], 3, 100),
+        ];
+        let points = pool(&runs).unwrap();
+        let summary = &points[0].summary;
+        assert_eq!(summary.samples.len(), 2);
+        assert_eq!(summary.unparks_per_spawn(), Some(4.0 / 200.0));
+        assert_eq!(summary.median(|c| c.unparks), Some(2.0));
+        let table = render_counts(&points);
+        assert!(table.contains("0.0200"), "{table}");
+        // A point without counts (a run of another version) pools to none, and is left out.
+        let points = pool(&[run(&[1.0], &[1.0])]).unwrap();
+        assert!(points[0].summary.samples.is_empty());
+        assert!(!render_counts(&points).contains("spawn_many_remote"));
     }
 
     #[test]
