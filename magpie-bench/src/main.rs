@@ -832,7 +832,9 @@ fn scale_processes(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
             info,
             "scale",
             ScaleProcessesSettings {
-                assumed_cpus: args.assume_cpus,
+                scale: ScaleSettings {
+                    assumed_cpus: args.assume_cpus,
+                },
                 processes: args.processes,
             },
             pooled,
@@ -844,8 +846,8 @@ fn scale_processes(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
 /// `scale --processes`'s settings in its JSON file.
 #[derive(Debug, Serialize)]
 struct ScaleProcessesSettings {
-    /// As in [`ScaleSettings`].
-    assumed_cpus: Option<u64>,
+    #[serde(flatten)]
+    scale: ScaleSettings,
     /// How many processes' samples are pooled.
     processes: u64,
 }

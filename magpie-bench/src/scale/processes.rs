@@ -26,7 +26,7 @@ use std::process::Command;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::counts::{CountSummary, Counts, CountsJson};
+use super::counts::{CountSummary, Counts};
 use crate::harness::{markdown_table, median_f64};
 
 /// `args` (the command line after the program's name) for one child: without
@@ -121,10 +121,13 @@ pub(crate) struct PooledPoint {
     pub(crate) workers: u64,
     pub(crate) impls: Vec<Pooled>,
     pub(crate) magpie_over: Vec<Ratio>,
-    /// magpie's counts over every process's samples, as each process writes its own.
-    #[serde(skip)]
+    /// magpie's counts over every process's samples, written as each process writes its own.
+    #[serde(rename = "counts", serialize_with = "counts_json")]
     pub(crate) summary: CountSummary,
-    pub(crate) counts: CountsJson,
+}
+
+fn counts_json<S: serde::Serializer>(summary: &CountSummary, s: S) -> Result<S::Ok, S::Error> {
+    summary.json().serialize(s)
 }
 
 /// Pools the `results` of several `scale` JSON files (the value of each file's `results`
@@ -140,26 +143,33 @@ pub(crate) fn pool(runs: &[Value]) -> Result<Vec<PooledPoint>, String> {
         let points = row["points"].as_array().ok_or("a row without points")?;
         for (p, point) in points.iter().enumerate() {
             let workers = point["workers"].as_u64().ok_or("a point without workers")?;
-            // Per implementation, every process's samples.
             let impls = point["results"]
                 .as_array()
                 .ok_or("a point without results")?;
+            // Every process's table has this point, with the same implementations in order.
+            let names: Vec<&Value> = impls.iter().map(|imp| &imp["impl"]).collect();
+            for run in runs {
+                let other = &run[r]["points"][p];
+                let other_names = other["results"]
+                    .as_array()
+                    .map(|results| results.iter().map(|imp| &imp["impl"]).collect::<Vec<_>>());
+                if run[r]["row"] != row["row"]
+                    || other["workers"] != point["workers"]
+                    || other_names.as_ref() != Some(&names)
+                {
+                    return Err(format!(
+                        "the processes' tables differ at {name}, {workers} workers"
+                    ));
+                }
+            }
+            // Per implementation, every process's samples.
             let mut pooled = Vec::with_capacity(impls.len());
             for (i, imp) in impls.iter().enumerate() {
                 let imp_name = text(imp, "impl")?;
                 let mut all = Vec::new();
                 let mut medians = Vec::with_capacity(runs.len());
                 for run in runs {
-                    let other = &run[r]["points"][p]["results"][i];
-                    if text(&run[r], "row")? != name
-                        || run[r]["points"][p]["workers"].as_u64() != Some(workers)
-                        || text(other, "impl")? != imp_name
-                    {
-                        return Err(format!(
-                            "the processes' tables differ at {name}, {workers} workers"
-                        ));
-                    }
-                    let samples: Vec<f64> = other["samples_ms"]
+                    let samples: Vec<f64> = run[r]["points"][p]["results"][i]["samples_ms"]
                         .as_array()
                         .ok_or("results without samples_ms")?
                         .iter()
@@ -207,7 +217,6 @@ pub(crate) fn pool(runs: &[Value]) -> Result<Vec<PooledPoint>, String> {
                 workers,
                 impls: pooled,
                 magpie_over,
-                counts: summary.json(),
                 summary,
             });
         }
