@@ -139,6 +139,8 @@ pub(crate) struct Counts {
     pub(crate) total: usize,
     pub(crate) busy_spans: usize,
     pub(crate) park_spans: usize,
+    /// Waits for work a worker forked and another took (`join`'s stolen half, a scope).
+    pub(crate) wait_spans: usize,
     pub(crate) steals: usize,
     pub(crate) inject_pulls: usize,
     pub(crate) stalls: usize,
@@ -155,6 +157,8 @@ struct Lane {
     parked: Vec<(f64, f64)>,
     /// The parked spans spent in the I/O driver (`epoll_wait`), also in `parked`.
     in_driver: Vec<(f64, f64)>,
+    /// Every span above and the waits, with what each says the worker was doing.
+    spans: Vec<(f64, f64, State)>,
     injects: Vec<f64>,
     /// Stalls: the span and its tooltip.
     stalls: Vec<(f64, f64, String)>,
@@ -168,8 +172,14 @@ pub(crate) struct LaneBusy {
     /// When it first ran a task or job, in µs after the first that any worker ran; `None`
     /// if it ran none.
     pub(crate) first_busy_us: Option<f64>,
-    /// How long it ran tasks and jobs, in µs, nested spans counted once.
+    /// How long it ran tasks and jobs, in µs: the time whose innermost span is a poll or a
+    /// job, so nested spans count once and a wait or a park inside a job does not count.
     pub(crate) busy_us: f64,
+    /// How long it waited, awake, for work it forked and another worker took (spinning or
+    /// searching inside `join` or a scope; what it ran meanwhile is busy), in µs.
+    pub(crate) waiting_us: f64,
+    /// How long it was parked, in µs (in the I/O driver or not, inside a wait or not).
+    pub(crate) parked_us: f64,
 }
 
 /// A steal: at `ts`, worker `thief` took `count` items from worker `victim`.
@@ -217,21 +227,33 @@ impl Timeline {
                         e.args["name"].as_str().map(str::to_string);
                     continue;
                 }
-                ("X", "task" | "job" | "park") => {
+                ("X", "task" | "job" | "park" | "wait") => {
                     let ts = checked_time(index, "ts", e.ts)?;
                     let dur = checked_time(index, "dur", e.dur)?;
                     let lane = lanes.entry(e.tid).or_default();
-                    let (spans, count) = if e.cat == "park" {
-                        (&mut lane.parked, &mut counts.park_spans)
-                    } else {
-                        (&mut lane.busy, &mut counts.busy_spans)
+                    let span = (ts, ts + dur);
+                    let state = match e.cat.as_str() {
+                        "park" if e.args["driver"].as_bool() == Some(true) => {
+                            lane.in_driver.push(span);
+                            State::InDriver
+                        }
+                        "park" => State::Parked,
+                        "wait" => State::Waiting,
+                        _ => State::Busy,
                     };
-                    spans.push((ts, ts + dur));
-                    *count += 1;
-                    if e.cat == "park" && e.args["driver"].as_bool() == Some(true) {
-                        lane.in_driver.push((ts, ts + dur));
+                    match state {
+                        State::Busy => {
+                            lane.busy.push(span);
+                            counts.busy_spans += 1;
+                        }
+                        State::Waiting => counts.wait_spans += 1,
+                        _ => {
+                            lane.parked.push(span);
+                            counts.park_spans += 1;
+                        }
                     }
-                    (ts, ts + dur)
+                    lane.spans.push((span.0, span.1, state));
+                    span
                 }
                 ("X", "stall") => {
                     let ts = checked_time(index, "ts", e.ts)?;
@@ -313,9 +335,10 @@ impl Timeline {
         self.end - self.start
     }
 
-    /// Per worker, in lane order: when it first ran something and how long it ran things,
-    /// nested spans counted once. Times are from the first busy span of any worker, so a
-    /// traced operation that began on a parked pool shows how late each worker joined it.
+    /// Per worker, in lane order: when it first ran something, and how long it ran things,
+    /// waited for work it forked, and was parked (each instant counted once, by its
+    /// innermost span). Times are from the first busy span of any worker, so a traced
+    /// operation that began on a parked pool shows how late each worker joined it.
     pub(crate) fn busy_summary(&self) -> Vec<LaneBusy> {
         let first = self
             .lanes
@@ -325,21 +348,21 @@ impl Timeline {
         self.lanes
             .iter()
             .map(|(&tid, lane)| {
-                let mut spans = lane.busy.clone();
-                spans.sort_by(|a, b| a.0.total_cmp(&b.0));
-                // The union of the spans: a nested job lies inside the one that ran it.
-                let (mut busy_us, mut covered_to) = (0.0, f64::NEG_INFINITY);
-                for (from, to) in spans.iter().copied() {
-                    let from = from.max(covered_to);
-                    if to > from {
-                        busy_us += to - from;
-                        covered_to = to;
+                let (mut busy_us, mut waiting_us, mut parked_us) = (0.0, 0.0, 0.0);
+                for (from, to, state) in innermost(&lane.spans) {
+                    match state {
+                        State::Busy => busy_us += to - from,
+                        State::Waiting => waiting_us += to - from,
+                        _ => parked_us += to - from,
                     }
                 }
+                let first_busy = lane.busy.iter().map(|&(from, _)| from).reduce(f64::min);
                 LaneBusy {
                     worker: tid,
-                    first_busy_us: spans.first().zip(first).map(|(s, first)| s.0 - first),
+                    first_busy_us: first_busy.zip(first).map(|(s, first)| s - first),
                     busy_us,
+                    waiting_us,
+                    parked_us,
                 }
             })
             .collect()
@@ -390,6 +413,7 @@ impl Timeline {
                 let from = from.max(known_from);
                 let class = match state {
                     State::Busy => "busy",
+                    State::Waiting => "wait",
                     State::Parked => "park",
                     State::InDriver => "driver",
                     State::Searching => "search",
@@ -456,10 +480,53 @@ impl Timeline {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Busy,
+    /// Awake inside a wait for work it forked and another worker took.
+    Waiting,
     Parked,
     /// Parked in the I/O driver, holding the driver role (most of the column's park).
     InDriver,
     Searching,
+}
+
+/// A lane's spans as pieces of time that do not overlap, each in the state of the innermost
+/// span over it (the one begun last of those still open: a worker's spans nest), in time
+/// order; time under no span is left out.
+fn innermost(spans: &[(f64, f64, State)]) -> Vec<(f64, f64, State)> {
+    // (time, opens, the span's length, the span): at one time, ends before starts, and of
+    // spans starting together the longer (the outer) first.
+    let mut edges: Vec<(f64, bool, f64, usize)> = Vec::with_capacity(2 * spans.len());
+    for (i, &(from, to, _)) in spans.iter().enumerate() {
+        if to > from {
+            edges.push((from, true, to - from, i));
+            edges.push((to, false, 0.0, i));
+        }
+    }
+    edges.sort_by(|a, b| {
+        a.0.total_cmp(&b.0)
+            .then(a.1.cmp(&b.1))
+            .then(b.2.total_cmp(&a.2))
+    });
+    let mut open: Vec<usize> = Vec::new();
+    let mut pieces: Vec<(f64, f64, State)> = Vec::new();
+    let mut last = f64::NEG_INFINITY;
+    for (time, opens, _, span) in edges {
+        if let Some(&top) = open.last() {
+            let state = spans[top].2;
+            if time > last {
+                match pieces.last_mut() {
+                    Some((_, to, s)) if *s == state && *to == last => *to = time,
+                    _ => pieces.push((last, time, state)),
+                }
+            }
+        }
+        last = time;
+        if opens {
+            open.push(span);
+        } else if let Some(at) = open.iter().rposition(|&s| s == span) {
+            open.remove(at);
+        }
+    }
+    pieces
 }
 
 const MARGIN_LEFT: f64 = 90.0;
@@ -471,7 +538,7 @@ const AXIS_HEIGHT: f64 = 34.0;
 const LEGEND_HEIGHT: f64 = 30.0;
 
 const STYLE: &str =
-    ".busy{fill:#2e86c1}.search{fill:#f4d03f}.park{fill:#d5d8dc}.driver{fill:#a3e4d7}.stall{fill:#e74c3c}\
+    ".busy{fill:#2e86c1}.wait{fill:#e67e22}.search{fill:#f4d03f}.park{fill:#d5d8dc}.driver{fill:#a3e4d7}.stall{fill:#e74c3c}\
 .steal{stroke:#c0392b;stroke-width:1;marker-end:url(#arrow)}.inject{stroke:#1e8449;stroke-width:1}\
 .axis{stroke:#555;stroke-width:1}.grid{stroke:#bbb;stroke-width:0.5;stroke-dasharray:2,3}\
 .title{font-size:15px;font-weight:bold}.label{font-size:12px}.tick{font-size:11px;fill:#333}";
@@ -511,16 +578,29 @@ impl Layout {
         (((ts - self.start) / self.scale).floor().max(0.0) as usize).min(self.columns - 1)
     }
 
-    /// The lane as runs of pixel columns `[from, to)` in one state each.
+    /// The lane as runs of pixel columns `[from, to)` in one state each: the state that
+    /// takes most of the column, by innermost span (a park inside a job is a park).
     fn runs(&self, lane: &Lane) -> Vec<(State, usize, usize)> {
-        let busy = self.coverage(&lane.busy);
-        let parked = self.coverage(&lane.parked);
-        let in_driver = self.coverage(&lane.in_driver);
+        let pieces = innermost(&lane.spans);
+        let of = |wanted: &[State]| -> Vec<f64> {
+            let spans: Vec<(f64, f64)> = pieces
+                .iter()
+                .filter(|p| wanted.contains(&p.2))
+                .map(|p| (p.0, p.1))
+                .collect();
+            self.coverage(&spans)
+        };
+        let busy = of(&[State::Busy]);
+        let waiting = of(&[State::Waiting]);
+        let parked = of(&[State::Parked, State::InDriver]);
+        let in_driver = of(&[State::InDriver]);
         let mut runs: Vec<(State, usize, usize)> = Vec::new();
         for c in 0..self.columns {
-            let searching = self.scale - busy[c] - parked[c];
-            let state = if busy[c] >= parked[c] && busy[c] >= searching {
+            let searching = self.scale - busy[c] - waiting[c] - parked[c];
+            let state = if busy[c] >= waiting[c] && busy[c] >= parked[c] && busy[c] >= searching {
                 State::Busy
+            } else if waiting[c] >= parked[c] && waiting[c] >= searching {
+                State::Waiting
             } else if parked[c] >= searching && 2.0 * in_driver[c] >= parked[c] {
                 State::InDriver
             } else if parked[c] >= searching {
@@ -602,8 +682,9 @@ impl Layout {
 }
 
 /// The legend: a CSS class (a filled box, or the steal arrow or inject tick) and its label.
-const LEGEND: [(&str, &str); 7] = [
+const LEGEND: [(&str, &str); 8] = [
     ("busy", "busy (task poll or job)"),
+    ("wait", "waiting in join or scope"),
     ("search", "awake, searching"),
     ("park", "parked"),
     ("driver", "parked in epoll_wait"),
@@ -737,6 +818,73 @@ mod tests {
                 (State::Parked, 49, 149),
             ]
         );
+    }
+
+    /// A job that forks, waits for the stolen half (running a job and parking meanwhile),
+    /// and goes on.
+    const WAIT: &str = r#"{"traceEvents":[
+ {"name":"job","cat":"job","ph":"X","tid":0,"ts":0.0,"dur":100.0},
+ {"name":"waiting","cat":"wait","ph":"X","tid":0,"ts":20.0,"dur":60.0},
+ {"name":"job","cat":"job","ph":"X","tid":0,"ts":30.0,"dur":10.0},
+ {"name":"parked","cat":"park","ph":"X","tid":0,"ts":50.0,"dur":20.0}
+]}"#;
+
+    #[test]
+    fn each_instant_takes_the_state_of_its_innermost_span() {
+        use State::*;
+        let t = Timeline::parse(WAIT).unwrap();
+        assert_eq!(t.counts.wait_spans, 1);
+        assert_eq!(
+            innermost(&t.lanes[&0].spans),
+            vec![
+                (0.0, 20.0, Busy),
+                (20.0, 30.0, Waiting),
+                (30.0, 40.0, Busy),
+                (40.0, 50.0, Waiting),
+                (50.0, 70.0, Parked),
+                (70.0, 80.0, Waiting),
+                (80.0, 100.0, Busy),
+            ]
+        );
+        // Spans that start together: the shorter is the inner one; a gap is left out; an
+        // empty span changes nothing.
+        let spans = [
+            (0.0, 10.0, Busy),
+            (0.0, 5.0, Waiting),
+            (12.0, 15.0, Parked),
+            (13.0, 13.0, Busy),
+        ];
+        assert_eq!(
+            innermost(&spans),
+            vec![(0.0, 5.0, Waiting), (5.0, 10.0, Busy), (12.0, 15.0, Parked)]
+        );
+    }
+
+    #[test]
+    fn a_wait_and_the_parks_inside_it_are_not_busy() {
+        let t = Timeline::parse(WAIT).unwrap();
+        let summary = t.busy_summary();
+        assert_eq!(summary.len(), 1);
+        let lane = &summary[0];
+        assert_eq!(
+            (lane.busy_us, lane.waiting_us, lane.parked_us),
+            (50.0, 30.0, 20.0),
+            "{summary:?}"
+        );
+        let layout = Layout::new(&t, 100);
+        assert_eq!(
+            layout.runs(&t.lanes[&0]),
+            vec![
+                (State::Busy, 0, 20),
+                (State::Waiting, 20, 30),
+                (State::Busy, 30, 40),
+                (State::Waiting, 40, 50),
+                (State::Parked, 50, 70),
+                (State::Waiting, 70, 80),
+                (State::Busy, 80, 100),
+            ]
+        );
+        assert!(t.render(100, "wait").contains(r#"class="wait""#));
     }
 
     #[test]
@@ -902,7 +1050,10 @@ mod tests {
                 .unwrap()
                 .parse()
                 .unwrap();
-            assert_eq!(page, MARGIN_LEFT + (width as f64).max(925.0) + MARGIN_RIGHT);
+            assert_eq!(
+                page,
+                MARGIN_LEFT + (width as f64).max(1111.0) + MARGIN_RIGHT
+            );
             let last_label = doc
                 .descendants()
                 .find(|n| n.text() == Some("inject queue pull"))

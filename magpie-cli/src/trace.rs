@@ -75,7 +75,8 @@ struct Report {
     workers: usize,
     duration_us: f64,
     events: Counts,
-    /// Per worker: when it first ran something, and for how long it ran things.
+    /// Per worker: when it first ran something, and for how long it ran things, waited in
+    /// `join` or a scope for work another worker took, and was parked.
     busy: Vec<LaneBusy>,
 }
 
@@ -170,9 +171,16 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
     if c.stalls > 0 {
         writeln!(out, "{} stalls (drawn in red)", c.stalls)?;
     }
-    // Per worker, when it joined in and how long it worked: how a pool that started parked
-    // reached its workers, and who finished last.
-    writeln!(out, "worker  first busy at   busy")?;
+    // Per worker, when it joined in, how long it worked, and how long it waited for a thief
+    // or slept: how a pool that started parked reached its workers, who finished last, and
+    // whether the forks left workers waiting.
+    if c.wait_spans > 0 {
+        writeln!(out, "waits in join or scope: {}", c.wait_spans)?;
+    }
+    writeln!(
+        out,
+        "worker  first busy at         busy      waiting       parked"
+    )?;
     for lane in &report.busy {
         let first = match lane.first_busy_us {
             Some(us) => format!("+{:.3} ms", us / 1e3),
@@ -180,9 +188,11 @@ pub(crate) fn run(args: &TraceArgs, out: &mut impl Write) -> Result<(), Failure>
         };
         writeln!(
             out,
-            "{:>6}  {first:>13}  {:>8.3} ms",
+            "{:>6}  {first:>13}  {:>8.3} ms  {:>8.3} ms  {:>8.3} ms",
             lane.worker,
-            lane.busy_us / 1e3
+            lane.busy_us / 1e3,
+            lane.waiting_us / 1e3,
+            lane.parked_us / 1e3
         )?;
     }
     if c.lost > 0 {

@@ -273,10 +273,21 @@ fn trace_records_a_parallel_iterator() {
         assert!(busy.iter().any(|w| w["first_busy_us"] == 0.0), "{op}: {v}");
         let total: f64 = busy.iter().map(|w| w["busy_us"].as_f64().unwrap()).sum();
         assert!(total > 0.0, "{op}: {v}");
+        // Beside it, the time each waited in `join` for a thief and was parked.
+        for w in busy {
+            for field in ["waiting_us", "parked_us"] {
+                assert!(w[field].as_f64().unwrap() >= 0.0, "{op} {field}: {v}");
+            }
+        }
         let trace: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("trace.json")).unwrap())
                 .unwrap();
         let events = trace["traceEvents"].as_array().unwrap();
+        assert_eq!(
+            v["events"]["wait_spans"].as_u64().unwrap() as usize,
+            events.iter().filter(|e| e["cat"] == "wait").count(),
+            "{op}: {v}"
+        );
         let jobs = events.iter().filter(|e| e["cat"] == "job").count();
         let steals = events.iter().filter(|e| e["cat"] == "steal").count();
         // At least the installed job; a span per steal besides (a stolen job runs as one).

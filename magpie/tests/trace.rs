@@ -120,6 +120,100 @@ fn steals_and_parks_are_traced_with_their_arguments() {
 }
 
 #[test]
+fn a_join_waiting_for_its_stolen_half_is_a_waiting_span() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+    let rt = Runtime::builder()
+        .worker_threads(2)
+        .trace(true)
+        .build()
+        .unwrap();
+    let path = temp_path("wait");
+    let read = |path: &std::path::Path| -> Vec<serde_json::Value> {
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        json["traceEvents"].as_array().unwrap().clone()
+    };
+    let owner = AtomicUsize::new(usize::MAX);
+    let b_started = AtomicBool::new(false);
+    let thief = rt.install(|| {
+        magpie::join(
+            || {
+                owner.store(magpie::current_worker_index().unwrap(), SeqCst);
+                // Hold this worker until the other one has taken `b`: `b` is stolen.
+                while !b_started.load(SeqCst) {
+                    std::thread::yield_now();
+                }
+            },
+            || {
+                b_started.store(true, SeqCst);
+                // Run until the owner's wait shows in the trace (an export closes the
+                // spans still open at its time), so that the owner must wait for `b`.
+                let owner = loop {
+                    let owner = owner.load(SeqCst);
+                    if owner != usize::MAX {
+                        break owner as u64;
+                    }
+                    std::thread::yield_now();
+                };
+                let scratch = temp_path("wait-scratch");
+                // A bound that only a broken trace reaches: the assertions below then fail
+                // instead of the test hanging.
+                let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                while std::time::Instant::now() < give_up {
+                    rt.trace_export(&scratch).unwrap();
+                    if read(&scratch)
+                        .iter()
+                        .any(|e| e["cat"] == "wait" && e["tid"] == owner)
+                    {
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+                std::fs::remove_file(&scratch).unwrap();
+                magpie::current_worker_index().unwrap() as u64
+            },
+        )
+        .1
+    });
+    let owner = owner.load(SeqCst) as u64;
+    assert_ne!(owner, thief, "b ran on the worker that forked it");
+    rt.trace_export(&path).unwrap();
+    let events = read(&path);
+    std::fs::remove_file(&path).unwrap();
+    let span = |e: &serde_json::Value| {
+        let ts = e["ts"].as_f64().unwrap();
+        (ts, ts + e["dur"].as_f64().unwrap())
+    };
+    let waits: Vec<_> = events
+        .iter()
+        .filter(|e| e["cat"] == "wait")
+        .map(|e| (e["tid"].as_u64().unwrap(), e["name"].clone(), span(e)))
+        .collect();
+    assert_eq!(waits.len(), 1, "one wait, the owner's: {waits:?}");
+    let (tid, name, (from, to)) = waits[0].clone();
+    assert_eq!((tid, name.as_str()), (owner, Some("waiting")));
+    // The wait lies inside the owner's job (the `install`) and overlaps the thief's run
+    // of `b`.
+    let jobs = |tid: u64| -> Vec<(f64, f64)> {
+        events
+            .iter()
+            .filter(|e| e["cat"] == "job" && e["tid"] == tid)
+            .map(span)
+            .collect()
+    };
+    assert!(
+        jobs(owner).iter().any(|&(s, e)| s <= from && to <= e),
+        "no job of the owner holds its wait {from}..{to}: {:?}",
+        jobs(owner)
+    );
+    assert!(
+        jobs(thief).iter().any(|&(s, e)| s < to && from < e),
+        "the thief's run of b does not overlap the wait {from}..{to}: {:?}",
+        jobs(thief)
+    );
+}
+
+#[test]
 fn a_small_ring_keeps_the_newest_events_and_reports_the_lost() {
     let rt = Runtime::builder()
         .worker_threads(1)

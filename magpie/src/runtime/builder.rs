@@ -325,10 +325,11 @@ impl Builder {
         self
     }
 
-    /// Records scheduler events (task polls, jobs, steals, parks, inject pulls) in one ring
-    /// buffer per worker, for [`Runtime::trace_export`](crate::Runtime::trace_export). Off
-    /// by default, unless the environment variable `MAGPIE_TRACE` is `1`; when off, nothing
-    /// is recorded and the cost is one predictable branch where an event could be.
+    /// Records scheduler events (task polls, jobs, waits in `join`, steals, parks, inject
+    /// pulls) in one ring buffer per worker, for
+    /// [`Runtime::trace_export`](crate::Runtime::trace_export). Off by default, unless the
+    /// environment variable `MAGPIE_TRACE` is `1`; when off, nothing is recorded and the cost
+    /// is one predictable branch where an event could be.
     ///
     /// # Examples
     ///

@@ -162,8 +162,9 @@ impl Runtime {
 
     /// Writes the events recorded so far as Chrome trace JSON to `path`, for Perfetto
     /// (<https://ui.perfetto.dev>) or `chrome://tracing`: one track per worker, task polls
-    /// and jobs as spans, parked time as "parked" spans, steals (with victim and count) and
-    /// inject-queue pulls as instant events. Each worker keeps its newest events (see
+    /// and jobs as spans, parked time as "parked" spans, a worker's wait in `join` or a scope
+    /// for work another worker took as a "waiting" span (what it ran or parked meanwhile lies
+    /// inside), steals (with victim and count) and inject-queue pulls as instant events. Each worker keeps its newest events (see
     /// [`Builder::trace_capacity`](crate::Builder::trace_capacity)); the file says how many
     /// were lost. The workers keep running while it is written.
     ///

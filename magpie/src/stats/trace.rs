@@ -61,6 +61,12 @@ pub(crate) enum Kind {
     /// The worker parked in the I/O driver (`epoll_wait`), holding the driver role; the
     /// next `Unpark` ends it.
     DriverPark = 10,
+    /// The worker began to wait for work that another worker took or runs (`join`'s stolen
+    /// half, a scope's jobs, another runtime's `install`): it runs other jobs meanwhile,
+    /// spins, or parks.
+    WaitStart = 11,
+    /// The wait ended: the awaited job is done.
+    WaitEnd = 12,
 }
 
 impl Kind {
@@ -76,6 +82,8 @@ impl Kind {
             8 => Kind::Unpark,
             9 => Kind::InjectPull,
             10 => Kind::DriverPark,
+            11 => Kind::WaitStart,
+            12 => Kind::WaitEnd,
             _ => return None,
         })
     }
@@ -210,8 +218,10 @@ fn json_escape(text: &str) -> String {
 
 /// Writes the events of every worker (index = position in `workers`) as Chrome trace JSON.
 ///
-/// Polls and jobs become complete ("X") spans, parks become "parked" spans, steals and inject
-/// pulls instant ("i") events with their arguments. Times are microseconds since the runtime
+/// Polls and jobs become complete ("X") spans, parks become "parked" spans, a worker's wait for
+/// a job it forked and another worker took a "waiting" span (category `wait`; the jobs it ran
+/// and the parks it made meanwhile lie inside it), steals and inject pulls instant ("i")
+/// events with their arguments. Times are microseconds since the runtime
 /// started. A span still open (a poll or a job running, a park going on) ends at `now_ns`,
 /// the time of the export. Stalls become "stall" spans on their worker's track, in Chrome's
 /// red (`"cname":"terrible"`), with the task's id, name and location.
@@ -238,13 +248,18 @@ pub(crate) fn write_chrome_json(
         for event in events {
             let ts = micros(event.time_ns);
             match event.kind {
-                Kind::PollStart | Kind::JobStart | Kind::Park | Kind::DriverPark => {
+                Kind::PollStart
+                | Kind::JobStart
+                | Kind::Park
+                | Kind::DriverPark
+                | Kind::WaitStart => {
                     open.push((event.kind, event.time_ns, event.arg));
                 }
-                Kind::PollEnd | Kind::JobEnd | Kind::Unpark => {
+                Kind::PollEnd | Kind::JobEnd | Kind::Unpark | Kind::WaitEnd => {
                     let start_kind = match event.kind {
                         Kind::PollEnd => Kind::PollStart,
                         Kind::JobEnd => Kind::JobStart,
+                        Kind::WaitEnd => Kind::WaitStart,
                         _ => Kind::Park,
                     };
                     let matches = |k: Kind| {
@@ -346,6 +361,9 @@ impl JsonEvents {
             )),
             Kind::DriverPark => self.push(format_args!(
                 r#"{{"name":"parked in driver","cat":"park","ph":"X","pid":1,"tid":{worker},"ts":{ts:.3},"dur":{dur:.3},"args":{{"driver":true}}}}"#
+            )),
+            Kind::WaitStart => self.push(format_args!(
+                r#"{{"name":"waiting","cat":"wait","ph":"X","pid":1,"tid":{worker},"ts":{ts:.3},"dur":{dur:.3}}}"#
             )),
             _ => self.push(format_args!(
                 r#"{{"name":"parked","cat":"park","ph":"X","pid":1,"tid":{worker},"ts":{ts:.3},"dur":{dur:.3}}}"#
@@ -476,5 +494,41 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(r#""events_lost":0"#), "{text}");
+    }
+
+    #[test]
+    fn a_wait_becomes_a_span_around_what_ran_in_it() {
+        // A job forks, waits for the stolen half, runs another job meanwhile, parks, and
+        // goes on once the half is done.
+        let at = |time_ns, kind| Event {
+            time_ns,
+            kind,
+            arg: 0,
+        };
+        let events = vec![
+            at(1_000, Kind::JobStart),
+            at(2_000, Kind::WaitStart),
+            at(2_500, Kind::JobStart),
+            at(3_500, Kind::JobEnd),
+            at(4_000, Kind::Park),
+            at(6_000, Kind::Unpark),
+            at(6_500, Kind::WaitEnd),
+            at(8_000, Kind::JobEnd),
+            at(9_000, Kind::WaitEnd), // orphan: skipped
+        ];
+        let mut out = Vec::new();
+        write_chrome_json(&mut out, &[(events, 0)], &[], 0, 10_000).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.matches(r#""cat":"wait""#).count(), 1, "{text}");
+        assert!(
+            text.contains(
+                r#""name":"waiting","cat":"wait","ph":"X","pid":1,"tid":0,"ts":2.000,"dur":4.500"#
+            ),
+            "{text}"
+        );
+        // The outer job still spans the whole, the inner one its own µs.
+        assert!(text.contains(r#""ts":1.000,"dur":7.000"#), "{text}");
+        assert!(text.contains(r#""ts":2.500,"dur":1.000"#), "{text}");
+        assert!(text.contains(r#""ts":4.000,"dur":2.000"#), "{text}");
     }
 }

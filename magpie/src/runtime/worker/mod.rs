@@ -489,6 +489,9 @@ impl WorkerThread {
     fn wait_until_cold(&self, latch: &SpinLatch) {
         // The wait may be long: leave no completed task in the live list meanwhile.
         self.unlink_completed();
+        // Traced as a span that holds what this worker runs and parks meanwhile, so a
+        // timeline tells a join waiting for a thief from one doing its own work.
+        self.trace_event(Kind::WaitStart, 0);
         let sleep = &self.registry.sleep;
         let depth = self.join_waits.get();
         self.join_waits.set(depth + 1);
@@ -542,6 +545,7 @@ impl WorkerThread {
         if depth == 0 {
             sleep.set_join_waiting(self.index, false);
         }
+        self.trace_event(Kind::WaitEnd, 0);
     }
 
     /// Switched off by `set_active_workers` (or, for a compensation slot, never switched on
