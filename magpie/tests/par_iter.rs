@@ -2434,3 +2434,72 @@ fn zero_sized_items_and_zero_bounds() {
         });
     }
 }
+
+/// Long pieces cut on demand (rule 5 of `iter/plumbing/bridge.rs`: a worker folding a piece
+/// of 16,384 items or more hands half of its rest to a worker with nothing to do) lose,
+/// repeat and reorder nothing: every consumer that allows it, on inputs long enough, on pools
+/// of 2 to 8 workers and one with the rule off, against the sequential answers.
+#[test]
+fn long_pieces_cut_on_demand_keep_every_answer() {
+    let pools: Vec<Runtime> = [2, 3, 4, 8]
+        .into_iter()
+        .map(common::runtime)
+        .chain([Runtime::builder()
+            .worker_threads(3)
+            .split_on_demand(false)
+            .build()
+            .unwrap()])
+        .collect();
+    for len in [4 * 4096 * 2 - 1, 100_003, 1_000_003] {
+        let v: Vec<u32> = (0..len as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761) % 1_000_000)
+            .collect();
+        let target = v[len * 2 / 3];
+        let wide = |&x: &u32| u64::from(x);
+        for rt in &pools {
+            for _ in 0..4 {
+                rt.install(|| {
+                    let hits = hit_counters(len);
+                    let doubled: Vec<u64> = v
+                        .par_iter()
+                        .enumerate()
+                        .map(|(i, &x)| {
+                            hits[i].fetch_add(1, SeqCst);
+                            u64::from(x) * 2
+                        })
+                        .collect();
+                    assert!(
+                        all_hit_once(&hits),
+                        "len {len}: an item was lost or repeated"
+                    );
+                    assert!(doubled.iter().zip(&v).all(|(&d, &x)| d == u64::from(x) * 2));
+                    assert_eq!(
+                        v.par_iter().map(wide).sum::<u64>(),
+                        v.iter().map(wide).sum::<u64>()
+                    );
+                    assert_eq!(
+                        v.par_iter()
+                            .map(|&x| Affine::of(x))
+                            .reduce_with(Affine::then),
+                        v.iter().map(|&x| Affine::of(x)).reduce(Affine::then)
+                    );
+                    assert_eq!(v.par_iter().min_by_key(|&&x| x), v.iter().min());
+                    assert_eq!(
+                        v.par_iter().position_first(|&x| x == target),
+                        v.iter().position(|&x| x == target)
+                    );
+                    assert_eq!(
+                        v.par_iter().position_last(|&x| x == target),
+                        v.iter().rposition(|&x| x == target)
+                    );
+                    assert!(v.par_iter().any(|&x| x == target));
+                    assert!(!v.par_iter().any(|&x| x == 1_000_000));
+                    assert_eq!(
+                        v.par_iter().filter(|&&x| x % 3 == 0).count(),
+                        v.iter().filter(|&&x| x % 3 == 0).count()
+                    );
+                });
+            }
+        }
+    }
+}

@@ -107,6 +107,26 @@ where
     }
 }
 
+/// [`join`] for closures whose first one, `a`, must stay on the calling thread (it holds
+/// something that is not `Send`): on a worker, `b` is offered to the pool as `join` offers
+/// it, and `a` runs here; elsewhere, `a` then `b`, here. Panics as `join`'s.
+///
+/// For the parallel iterators' bridge, whose folders need not be `Send` (rule 5 of
+/// `iter/plumbing/bridge.rs`).
+pub(crate) fn join_here<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA,
+    B: FnOnce() -> RB + Send,
+    RB: Send,
+{
+    // SAFETY: a non-null current worker is live for as long as its thread runs jobs, which
+    // covers this call.
+    match unsafe { WorkerThread::current().as_ref() } {
+        Some(worker) => join_on_worker(worker, a, b),
+        None => join_inline(a, b),
+    }
+}
+
 /// `join` called outside the pool: run it on a worker of the current runtime and block.
 ///
 /// Out of line, and `#[cold]`: it runs once per computation, but inlined into the caller, the
@@ -125,12 +145,13 @@ where
         .in_worker_cold(move |worker| join_on_worker(worker, a, b))
 }
 
+/// `join` on `worker`, the calling thread's. `a` and its value need not be `Send` here: on a
+/// worker, `a` always runs on the calling thread (inline below, or in `join_published`).
 #[inline]
 fn join_on_worker<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
 where
-    A: FnOnce() -> RA + Send,
+    A: FnOnce() -> RA,
     B: FnOnce() -> RB + Send,
-    RA: Send,
     RB: Send,
 {
     if worker.should_publish() {
@@ -196,9 +217,8 @@ fn b_panicked_cold<RA>(ra: RA, payload: Payload) -> ! {
 #[inline(never)]
 fn join_published<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
 where
-    A: FnOnce() -> RA + Send,
+    A: FnOnce() -> RA,
     B: FnOnce() -> RB + Send,
-    RA: Send,
     RB: Send,
 {
     let job_b = StackJob::new(b, SpinLatch::new(worker.registry(), worker.index()));

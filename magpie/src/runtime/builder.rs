@@ -95,6 +95,7 @@ pub struct Builder {
     pub(super) poll_time_histogram: bool,
     pub(super) park_safety_net: Option<Duration>,
     pub(super) assumed_cpus: Option<usize>,
+    pub(super) split_on_demand: Option<bool>,
     pub(super) barrier: Option<BarrierMode>,
     pub(super) task_insight: bool,
     pub(super) on_task_spawn: Option<TaskHook>,
@@ -553,6 +554,25 @@ impl Builder {
     pub fn assume_cpus(mut self, cpus: usize) -> Builder {
         self.assumed_cpus = Some(cpus);
         self
+    }
+
+    /// Whether a long piece of a parallel iterator hands half of its rest to a worker that
+    /// runs out of work (rule 5 of `iter/plumbing/bridge.rs`): on unless turned off here or,
+    /// without a call here, by the environment variable `MAGPIE_SPLIT_ON_DEMAND=0`. A
+    /// measuring aid, for an A/B of the rule in one binary on a machine whose cores this
+    /// project lacks; hence its absence from the documentation.
+    #[doc(hidden)]
+    pub fn split_on_demand(mut self, on: bool) -> Builder {
+        self.split_on_demand = Some(on);
+        self
+    }
+
+    /// [`Builder::split_on_demand`] as set, else `MAGPIE_SPLIT_ON_DEMAND` (`0` turns it off),
+    /// else on.
+    pub(super) fn resolved_split_on_demand(&self) -> bool {
+        self.split_on_demand.unwrap_or_else(|| {
+            std::env::var("MAGPIE_SPLIT_ON_DEMAND").map_or(true, |v| v.trim() != "0")
+        })
     }
 
     /// The CPUs the wake rules count: [`Builder::assume_cpus`], or the available parallelism.

@@ -238,6 +238,7 @@ impl Runtime {
             // under loom, where a timed park does not block (see `sync::time`).
             park_safety_net: builder.park_safety_net.filter(|_| !cfg!(loom)),
             cpus: builder.resolved_cpus(),
+            split_on_demand: builder.resolved_split_on_demand(),
             stall: builder
                 .resolved_stall_threshold()?
                 .map(|threshold| (threshold, builder.on_stall.clone())),

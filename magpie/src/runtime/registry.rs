@@ -207,6 +207,8 @@ pub(crate) struct Options {
     pub(crate) park_safety_net: Option<std::time::Duration>,
     /// The CPUs the process may use, as the wake rules count them (`Builder::assume_cpus`).
     pub(crate) cpus: usize,
+    /// Rule 5 of the parallel iterators' bridge (`Builder::split_on_demand`).
+    pub(crate) split_on_demand: bool,
     /// The stall threshold and the `on_stall` hook, if stall detection is on.
     pub(crate) stall: Option<(std::time::Duration, Option<super::stall::StallHook>)>,
 }
@@ -241,6 +243,7 @@ impl Registry {
             .map(|(threshold, hook)| super::monitor::Monitor::new(threshold, hook, traced));
         let mut sleep = Sleep::with_driver(n, driver_unpark, options.barrier);
         sleep.set_cpus(options.cpus);
+        sleep.set_split_on_demand(options.split_on_demand);
         if let Some(monitor) = &monitor {
             sleep.set_bell(monitor.bell.clone());
         }

@@ -88,6 +88,15 @@ pub(crate) struct Sleep {
     watcher: CachePadded<AtomicUsize>,
     /// The CPUs the process may run on (`set_cpus`): R1b keeps no more workers awake.
     cpus: usize,
+    /// Workers awake inside `join` (or a scope) that found nothing to run in their last round
+    /// and look again: with the searchers, the workers that a long piece of a parallel
+    /// iterator is cut for (`iter/plumbing/bridge.rs`, rule 5). Each such worker adds itself
+    /// once and takes itself off when it finds work, parks, or its wait ends
+    /// (`WorkerThread::wait_until`). A hint: written and read Relaxed, it orders nothing.
+    starving_waiters: CachePadded<AtomicUsize>,
+    /// Whether long pieces of parallel iterators are cut for starving workers at all
+    /// (`set_split_on_demand`; on by default, when the pool has more than one worker).
+    split_on_demand: bool,
 }
 
 impl std::fmt::Debug for Sleep {
@@ -135,6 +144,8 @@ impl Sleep {
             bell: None,
             watcher: CachePadded::new(AtomicUsize::new(0)),
             cpus: num_workers,
+            starving_waiters: CachePadded::new(AtomicUsize::new(0)),
+            split_on_demand: num_workers > 1,
         }
     }
 
@@ -831,6 +842,43 @@ impl Sleep {
     #[allow(dead_code)]
     pub(crate) fn num_workers(&self) -> usize {
         self.num_workers
+    }
+
+    /// Turns rule 5 of the parallel iterators' bridge on or off for this pool (before any
+    /// worker starts); a pool of one worker keeps it off, with nobody to hand work to.
+    pub(crate) fn set_split_on_demand(&mut self, on: bool) {
+        self.split_on_demand = on && self.num_workers > 1;
+    }
+
+    /// Whether long pieces of parallel iterators may be cut here for starving workers.
+    #[inline]
+    pub(crate) fn splits_on_demand(&self) -> bool {
+        self.split_on_demand
+    }
+
+    /// Counts the calling worker among those waiting in `join` with nothing to run (`true`),
+    /// or no longer (`false`); each `true` is followed by one `false`.
+    pub(crate) fn set_starving_waiter(&self, starving: bool) {
+        // Relaxed: a hint for `others_starve`, which orders nothing by it.
+        if starving {
+            self.starving_waiters.fetch_add(1, Relaxed);
+        } else {
+            self.starving_waiters.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Whether some worker is awake and finds nothing to run (a searcher, or a worker waiting
+    /// in `join` that found nothing in its last round) while no more workers are awake than
+    /// the process has CPUs: with more, the starving one shares a CPU with a busy one, and
+    /// work handed to it runs no sooner (R1b's bound). A hint, possibly stale: a long piece
+    /// of a parallel iterator asks it between chunks, to hand half of its rest to the pool.
+    #[inline]
+    pub(crate) fn others_starve(&self) -> bool {
+        // Relaxed: a stale answer costs one split too many or one chunk of delay; the job a
+        // split publishes is found through the deque's own synchronization.
+        let state = IdleState(self.state.load(Relaxed));
+        state.unparked() <= self.cpus
+            && (state.searching() > 0 || self.starving_waiters.load(Relaxed) > 0)
     }
 }
 

@@ -139,6 +139,10 @@ where
     fn full(&self) -> bool {
         self.base.full()
     }
+
+    fn splits_cheaply(&self) -> bool {
+        self.base.splits_cheaply()
+    }
 }
 
 impl<'f, T, C, F, PI> UnindexedConsumer<T> for FlatMapConsumer<'f, C, F>
@@ -327,6 +331,10 @@ where
 
     fn full(&self) -> bool {
         self.base.full()
+    }
+
+    fn splits_cheaply(&self) -> bool {
+        self.base.splits_cheaply()
     }
 }
 

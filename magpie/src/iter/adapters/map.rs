@@ -193,6 +193,10 @@ where
     fn full(&self) -> bool {
         self.base.full()
     }
+
+    fn splits_cheaply(&self) -> bool {
+        self.base.splits_cheaply()
+    }
 }
 
 impl<'f, T, R, C, F> UnindexedConsumer<T> for MapConsumer<'f, C, F>

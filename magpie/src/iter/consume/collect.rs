@@ -132,6 +132,12 @@ impl<'c, T: Send> Consumer<T> for CollectConsumer<'c, T> {
     fn full(&self) -> bool {
         false
     }
+
+    fn splits_cheaply(&self) -> bool {
+        // A cut is a split of the target slots, a reduction a check that two runs of
+        // written slots touch.
+        true
+    }
 }
 
 impl<'c, T: Send> UnindexedConsumer<T> for CollectConsumer<'c, T> {

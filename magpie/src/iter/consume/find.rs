@@ -76,6 +76,11 @@ where
     fn full(&self) -> bool {
         self.found.load(Relaxed)
     }
+
+    fn splits_cheaply(&self) -> bool {
+        // Any match will do, wherever the pieces fall.
+        true
+    }
 }
 
 impl<'f, T, P> UnindexedConsumer<T> for FindAnyConsumer<'f, P>
@@ -317,6 +322,11 @@ where
 
     fn full(&self) -> bool {
         beaten(self.end, self.best, self.lo.get())
+    }
+
+    fn splits_cheaply(&self) -> bool {
+        // The piece reductions keep the match furthest to the wanted end.
+        true
     }
 }
 

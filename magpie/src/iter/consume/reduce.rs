@@ -39,6 +39,11 @@ where
     fn full(&self) -> bool {
         false
     }
+
+    fn splits_cheaply(&self) -> bool {
+        // Each item is handed to the closure alone: pieces show nowhere.
+        true
+    }
 }
 
 impl<'f, T, F> UnindexedConsumer<T> for ForEachConsumer<'f, F>
@@ -170,6 +175,12 @@ where
     fn full(&self) -> bool {
         false
     }
+
+    fn splits_cheaply(&self) -> bool {
+        // Pieces are folded from the identity and joined with the associative
+        // operation (a sum, a product, a minimum): where they fall does not show.
+        true
+    }
 }
 
 impl<T, A> UnindexedConsumer<T> for AccumulateConsumer<A>
@@ -266,6 +277,11 @@ where
 
     fn full(&self) -> bool {
         false
+    }
+
+    fn splits_cheaply(&self) -> bool {
+        // Pieces are joined with the associative operation, as items are.
+        true
     }
 }
 

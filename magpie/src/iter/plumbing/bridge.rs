@@ -15,6 +15,18 @@
 //!    its `max_len`.
 //! 4. An input too short to cut at all runs on the calling thread, without touching the
 //!    pool, not even to enter it from outside.
+//! 5. A piece the rules above leave whole is cut on demand, when its consumer
+//!    [splits cheaply](Consumer::splits_cheaply) (not a `fold`, whose pieces show) and the
+//!    piece is at least [`LOOK_EVERY`] × 4 items long: its worker folds its first half
+//!    [`LOOK_EVERY`] items at a time, and between two chunks asks whether another worker of
+//!    the pool is awake with nothing to run while its own deque offers nothing to take. If
+//!    so, it hands the second half to the pool (`join`, its fold of the first half's rest
+//!    as the first closure) and the stolen half splits by rule 2; else it goes on, and once
+//!    the first half is done, treats the second half the same way. Rules 1 and 2 cut for
+//!    the thieves a run *will* have; this one cuts for those it *has*, at the end of a run
+//!    above all, when the last pieces would leave every other worker idle (Rayon stops at
+//!    rule 2). One consumer cut per halving, one look per chunk: a few nanoseconds per
+//!    [`LOOK_EVERY`] items (BENCHMARKS.md, "eighteenth").
 
 use super::{Consumer, Folder, Producer, ProducerCallback, Reducer};
 use crate::iter::IndexedParallelIterator;
@@ -177,7 +189,7 @@ where
         return consumer.into_folder().complete();
     }
     if !splitter.try_split(len, stolen) {
-        return producer.fold_with(consumer.into_folder()).complete();
+        return fold_piece(len, producer, consumer);
     }
     let mid = len / 2;
     let (left_producer, right_producer) = producer.split_at(mid);
@@ -187,6 +199,133 @@ where
         |stolen| split_and_fold(len - mid, stolen, splitter, right_producer, right_consumer),
     );
     reducer.reduce(left, right)
+}
+
+/// Items a piece folds between two looks at whether other workers starve (rule 5): a few
+/// microseconds of the cheapest loops (a sum of `u64`s from memory), so that the look and the
+/// loop's restart cost them well under 1%.
+pub(crate) const LOOK_EVERY: usize = 4096;
+
+/// Folds a piece that rules 1 to 4 leave whole, handing half of its rest to the pool when
+/// other workers starve (rule 5).
+fn fold_piece<P, C>(len: usize, producer: P, consumer: C) -> C::Result
+where
+    P: Producer,
+    C: Consumer<P::Item>,
+{
+    fold_piece_with(
+        len,
+        producer,
+        consumer,
+        &crate::runtime::worker::others_starve,
+    )
+}
+
+/// [`fold_piece`], with `starving` for the look between chunks (a test's own, or
+/// [`others_starve`](crate::runtime::worker::others_starve)).
+fn fold_piece_with<P, C>(
+    len: usize,
+    producer: P,
+    consumer: C,
+    starving: &dyn Fn() -> bool,
+) -> C::Result
+where
+    P: Producer,
+    C: Consumer<P::Item>,
+{
+    let chunk = LOOK_EVERY.max(producer.min_len());
+    // The shortest piece cut on demand: two chunks, then a look, in its first half.
+    let shortest = chunk.saturating_mul(4);
+    if len < shortest
+        || !consumer.splits_cheaply()
+        || !crate::runtime::worker::splits_on_demand_here()
+    {
+        return producer.fold_with(consumer.into_folder()).complete();
+    }
+    let min = producer.min_len().max(1);
+    // The result of the items folded so far, and the reducer that joins it to the rest's.
+    let mut done: Option<(C::Result, C::Reducer)> = None;
+    let (mut producer, mut consumer, mut len) = (producer, consumer, len);
+    while len >= shortest {
+        if consumer.full() {
+            // An earlier half settled the result (rule 4's early exit): fold nothing more.
+            return after(done, consumer.into_folder().complete());
+        }
+        let mid = len / 2;
+        let (first, second) = producer.split_at(mid);
+        let (first_consumer, second_consumer, reducer) = consumer.split_at(mid);
+        match fold_watching(mid, chunk, first, first_consumer.into_folder(), starving) {
+            Watched::Folded(folder) => {
+                done = Some((after(done, folder.complete()), reducer));
+                (producer, consumer, len) = (second, second_consumer, len - mid);
+            }
+            Watched::Starving(rest, folder) => {
+                // The second half to the pool; the first half's rest here, without looking
+                // again: a second thief finds the pieces the first one cuts (rule 2).
+                let rest_len = len - mid;
+                let origin = crate::current_worker_index();
+                let (first, second) = crate::join::join_here(
+                    move || rest.fold_with(folder).complete(),
+                    move || {
+                        let stolen = crate::current_worker_index() != origin;
+                        split_and_fold(
+                            rest_len,
+                            stolen,
+                            LengthSplitter::spent(min),
+                            second,
+                            second_consumer,
+                        )
+                    },
+                );
+                return after(done, reducer.reduce(first, second));
+            }
+        }
+    }
+    after(done, producer.fold_with(consumer.into_folder()).complete())
+}
+
+/// How [`fold_watching`] ended.
+enum Watched<P, F> {
+    /// Every item folded (or the folder full).
+    Folded(F),
+    /// Another worker starves: the items still to fold, and the folder so far.
+    Starving(P, F),
+}
+
+/// Folds `producer`'s `len` items into `folder`, `chunk` at a time, asking `starving` after
+/// each chunk but the last.
+fn fold_watching<P, F>(
+    mut len: usize,
+    chunk: usize,
+    mut producer: P,
+    mut folder: F,
+    starving: &dyn Fn() -> bool,
+) -> Watched<P, F>
+where
+    P: Producer,
+    F: Folder<P::Item>,
+{
+    while len > chunk {
+        let (head, rest) = producer.split_at(chunk);
+        folder = head.fold_with(folder);
+        (producer, len) = (rest, len - chunk);
+        if folder.full() {
+            // Nothing more can change the result: the rest need not be folded.
+            return Watched::Folded(folder);
+        }
+        if starving() {
+            return Watched::Starving(producer, folder);
+        }
+    }
+    Watched::Folded(producer.fold_with(folder))
+}
+
+/// `next`, after what `done` holds, if anything.
+fn after<T, R: Reducer<T>>(done: Option<(T, R)>, next: T) -> T {
+    match done {
+        Some((done, reducer)) => reducer.reduce(done, next),
+        None => next,
+    }
 }
 
 /// [`join`](fn@crate::join), telling each half whether it runs on another worker than the one
@@ -249,6 +388,15 @@ impl LengthSplitter {
         LengthSplitter { inner, min }
     }
 
+    /// A budget spent: the piece stays whole unless stolen (rule 2) or cut on demand
+    /// (rule 5).
+    fn spent(min: usize) -> LengthSplitter {
+        LengthSplitter {
+            inner: Splitter { splits: 0 },
+            min,
+        }
+    }
+
     fn try_split(&mut self, len: usize, stolen: bool) -> bool {
         len / 2 >= self.min && self.inner.try_split(stolen)
     }
@@ -256,6 +404,7 @@ impl LengthSplitter {
 
 #[cfg(test)]
 mod tests {
+    use super::{Consumer, Folder, Producer, ProducerCallback, Reducer};
     use crate::prelude::*;
     use crate::Runtime;
 
@@ -310,6 +459,214 @@ mod tests {
         assert!(sizes.iter().all(|&n| n >= 300), "{sizes:?}");
         let whole = rt.install(|| piece_sizes((0..1000u32).into_par_iter().with_min_len(1000)));
         assert_eq!(whole, [1000]);
+    }
+
+    /// Rule 5's test consumer: the pieces it was cut into, as the ranges of items each
+    /// folder took, in order. `cheap` is what it says of its splits; it is full once it has
+    /// seen `stop_at`, if given.
+    #[derive(Clone, Copy)]
+    struct Pieces<'a> {
+        cheap: bool,
+        stop_at: Option<usize>,
+        seen_stop: &'a std::sync::atomic::AtomicBool,
+    }
+
+    struct PiecesFolder<'a> {
+        of: Pieces<'a>,
+        items: Vec<usize>,
+    }
+
+    struct Concat;
+
+    impl<'a> Consumer<usize> for Pieces<'a> {
+        type Folder = PiecesFolder<'a>;
+        type Reducer = Concat;
+        type Result = Vec<Vec<usize>>;
+
+        fn split_at(self, _: usize) -> (Self, Self, Concat) {
+            (self, self, Concat)
+        }
+        fn into_folder(self) -> PiecesFolder<'a> {
+            PiecesFolder {
+                of: self,
+                items: Vec::new(),
+            }
+        }
+        fn full(&self) -> bool {
+            self.seen_stop.load(std::sync::atomic::Ordering::Relaxed)
+        }
+        fn splits_cheaply(&self) -> bool {
+            self.cheap
+        }
+    }
+
+    impl Folder<usize> for PiecesFolder<'_> {
+        type Result = Vec<Vec<usize>>;
+
+        fn consume(mut self, item: usize) -> Self {
+            if Some(item) == self.of.stop_at {
+                self.of
+                    .seen_stop
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            self.items.push(item);
+            self
+        }
+        fn complete(self) -> Vec<Vec<usize>> {
+            if self.items.is_empty() {
+                Vec::new()
+            } else {
+                vec![self.items]
+            }
+        }
+        fn full(&self) -> bool {
+            self.of.full()
+        }
+    }
+
+    impl Reducer<Vec<Vec<usize>>> for Concat {
+        fn reduce(self, mut left: Vec<Vec<usize>>, right: Vec<Vec<usize>>) -> Vec<Vec<usize>> {
+            left.extend(right);
+            left
+        }
+    }
+
+    /// Folds `0..len` as one piece through `fold_piece_with`, asking `starving`: the pieces,
+    /// as `(first item, items)`, after checking that together they hold every item in order.
+    fn fold_one_piece(
+        len: usize,
+        consumer: Pieces<'_>,
+        starving: &dyn Fn() -> bool,
+    ) -> Vec<(usize, usize)> {
+        struct Fold<'a, 'b> {
+            len: usize,
+            consumer: Pieces<'a>,
+            starving: &'b dyn Fn() -> bool,
+        }
+        impl ProducerCallback<usize> for Fold<'_, '_> {
+            type Output = Vec<Vec<usize>>;
+            fn callback<P: Producer<Item = usize>>(self, producer: P) -> Vec<Vec<usize>> {
+                super::fold_piece_with(self.len, producer, self.consumer, self.starving)
+            }
+        }
+        let pieces = (0..len).into_par_iter().with_producer(Fold {
+            len,
+            consumer,
+            starving,
+        });
+        let items: Vec<usize> = pieces.iter().flatten().copied().collect();
+        let stopped = consumer.stop_at.is_some();
+        assert!(
+            items.iter().copied().eq(0..items.len()),
+            "the pieces lost or reordered items"
+        );
+        assert!(
+            stopped || items.len() == len,
+            "{} of {len} items",
+            items.len()
+        );
+        pieces.iter().map(|p| (p[0], p.len())).collect()
+    }
+
+    fn unstopped(cheap: bool, seen: &std::sync::atomic::AtomicBool) -> Pieces<'_> {
+        Pieces {
+            cheap,
+            stop_at: None,
+            seen_stop: seen,
+        }
+    }
+
+    #[test]
+    fn a_long_piece_nobody_starves_for_is_folded_in_halves() {
+        use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+        let chunk = super::LOOK_EVERY;
+        let rt = Runtime::builder().worker_threads(2).build().unwrap();
+        let seen = std::sync::atomic::AtomicBool::new(false);
+        let looks = AtomicUsize::new(0);
+        let never = || {
+            looks.fetch_add(1, Relaxed);
+            false
+        };
+        let len = 16 * chunk + 5;
+        let pieces = rt.install(|| fold_one_piece(len, unstopped(true, &seen), &never));
+        // Halves until less than four chunks are left, then the rest whole.
+        let (mut expected, mut at, mut left) = (Vec::new(), 0, len);
+        while left >= 4 * chunk {
+            expected.push((at, left / 2));
+            at += left / 2;
+            left -= left / 2;
+        }
+        expected.push((at, left));
+        assert_eq!(pieces, expected);
+        // One look after each chunk of each half but its last.
+        let wanted: usize = expected[..expected.len() - 1]
+            .iter()
+            .map(|&(_, n)| n.div_ceil(chunk) - 1)
+            .sum();
+        assert_eq!(looks.load(Relaxed), wanted);
+    }
+
+    #[test]
+    fn a_piece_hands_its_second_half_over_when_another_worker_starves() {
+        use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+        let chunk = super::LOOK_EVERY;
+        let rt = Runtime::builder().worker_threads(2).build().unwrap();
+        let seen = std::sync::atomic::AtomicBool::new(false);
+        let len = 16 * chunk;
+        // Starving at the third look: the first half is one piece whatever happens next, and
+        // the second is folded by the pool (stolen or taken back, cut further or not).
+        let looks = AtomicUsize::new(0);
+        let third = || looks.fetch_add(1, Relaxed) + 1 == 3;
+        let pieces = rt.install(|| fold_one_piece(len, unstopped(true, &seen), &third));
+        assert_eq!(pieces[0], (0, len / 2), "{pieces:?}");
+        assert!(pieces.len() >= 2, "{pieces:?}");
+        assert_eq!(
+            looks.load(Relaxed),
+            3,
+            "the first half looked on after handing over"
+        );
+    }
+
+    #[test]
+    fn a_consumer_whose_pieces_show_is_never_cut_on_demand() {
+        let rt = Runtime::builder().worker_threads(2).build().unwrap();
+        let seen = std::sync::atomic::AtomicBool::new(false);
+        let len = 16 * super::LOOK_EVERY;
+        let asked = || -> bool { panic!("a fold's piece looked for starving workers") };
+        let pieces = rt.install(|| fold_one_piece(len, unstopped(false, &seen), &asked));
+        assert_eq!(pieces, [(0, len)]);
+        // Nor on a pool of one worker, where nobody else could take a half, nor on one
+        // told not to, nor off the pool.
+        let one = Runtime::builder().worker_threads(1).build().unwrap();
+        let pieces = one.install(|| fold_one_piece(len, unstopped(true, &seen), &asked));
+        assert_eq!(pieces, [(0, len)]);
+        let off = Runtime::builder()
+            .worker_threads(2)
+            .split_on_demand(false)
+            .build()
+            .unwrap();
+        let pieces = off.install(|| fold_one_piece(len, unstopped(true, &seen), &asked));
+        assert_eq!(pieces, [(0, len)]);
+        assert_eq!(
+            fold_one_piece(len, unstopped(true, &seen), &asked),
+            [(0, len)]
+        );
+    }
+
+    #[test]
+    fn a_full_consumer_stops_folding() {
+        let chunk = super::LOOK_EVERY;
+        let rt = Runtime::builder().worker_threads(2).build().unwrap();
+        let seen = std::sync::atomic::AtomicBool::new(false);
+        let stop = Pieces {
+            cheap: true,
+            stop_at: Some(chunk + 7),
+            seen_stop: &seen,
+        };
+        let pieces = rt.install(|| fold_one_piece(16 * chunk, stop, &|| false));
+        // The folder stops at the match (`consume_iter` asks it after each item), and no
+        // later chunk or half is folded.
+        assert_eq!(pieces, [(0, chunk + 8)]);
     }
 
     #[test]

@@ -489,6 +489,83 @@ pub trait Consumer<Item>: Send + Sized {
     /// assert!(!(1..1000u32).into_par_iter().drive_unindexed(AnyZero(&found)));
     /// ```
     fn full(&self) -> bool;
+
+    /// Whether cutting this consumer into more pieces than the bridge's split rules ask for
+    /// costs no more than the cuts and the reductions: its result does not show where the
+    /// pieces fall (a sum, a `collect`, `any`), as a [`fold`](crate::iter::ParallelIterator::fold)'s
+    /// does, one accumulator per piece. Then the bridge may fold a long piece in halves and
+    /// hand the second half to the pool when another worker runs out of work (rule 5 of
+    /// [`bridge_producer_consumer`]). `false` unless a consumer says otherwise; adapters pass
+    /// their inner consumer's answer on.
+    ///
+    /// # Examples
+    ///
+    /// A consumer whose pieces are whole numbers added up: any number of them gives the same
+    /// sum.
+    ///
+    /// ```
+    /// use magpie::iter::plumbing::{Consumer, Folder, Reducer, UnindexedConsumer};
+    /// use magpie::prelude::*;
+    ///
+    /// struct Total;
+    /// struct TotalFolder(u64);
+    /// struct Add;
+    ///
+    /// impl Consumer<u64> for Total {
+    ///     type Folder = TotalFolder;
+    ///     type Reducer = Add;
+    ///     type Result = u64;
+    ///
+    ///     fn split_at(self, _index: usize) -> (Self, Self, Add) {
+    ///         (Total, Total, Add)
+    ///     }
+    ///     fn into_folder(self) -> TotalFolder {
+    ///         TotalFolder(0)
+    ///     }
+    ///     fn full(&self) -> bool {
+    ///         false
+    ///     }
+    ///     fn splits_cheaply(&self) -> bool {
+    ///         true // the pieces' sums add up the same however they are cut
+    ///     }
+    /// }
+    ///
+    /// impl UnindexedConsumer<u64> for Total {
+    ///     fn split_off_left(&self) -> Self {
+    ///         Total
+    ///     }
+    ///     fn to_reducer(&self) -> Add {
+    ///         Add
+    ///     }
+    /// }
+    ///
+    /// impl Folder<u64> for TotalFolder {
+    ///     type Result = u64;
+    ///
+    ///     fn consume(self, item: u64) -> Self {
+    ///         TotalFolder(self.0 + item)
+    ///     }
+    ///     fn complete(self) -> u64 {
+    ///         self.0
+    ///     }
+    ///     fn full(&self) -> bool {
+    ///         false
+    ///     }
+    /// }
+    ///
+    /// impl Reducer<u64> for Add {
+    ///     fn reduce(self, left: u64, right: u64) -> u64 {
+    ///         left + right
+    ///     }
+    /// }
+    ///
+    /// assert!(Total.splits_cheaply());
+    /// let n = 1_000_000u64;
+    /// assert_eq!((0..n).into_par_iter().drive(Total), n * (n - 1) / 2);
+    /// ```
+    fn splits_cheaply(&self) -> bool {
+        false
+    }
 }
 
 /// A consumer that can also be split without knowing where its items end.

@@ -40,6 +40,7 @@ use crate::join::job::{JobHeader, JobRef};
 use crate::join::latch::SpinLatch;
 use crate::queue::chase_lev::{self};
 use crate::queue::local::{self};
+use crate::sleep::Sleep;
 use crate::stats::trace::{Kind, TraceBuffer};
 use crate::stats::{bump, set, WorkerCounters, ACTIVITY_BUSY, ACTIVITY_STEP, ACTIVITY_WAITING};
 use crate::sync::atomic::{Relaxed, Release};
@@ -505,6 +506,10 @@ impl WorkerThread {
         let mut idle = IdleLoop::new(self, true);
         // Inside `block_in_place` nothing here counts toward a stall (see `block.rs`).
         let watched = !self.is_blocking();
+        // Counted among the starving waiters (`Sleep::others_starve`) from a round that found
+        // nothing to the next job found, the park, or the end of the wait: a parallel
+        // iterator's long piece running elsewhere then hands this worker half of its rest.
+        let starving = StarvingWaiter::new(sleep);
         while !latch.probe() {
             // This worker's own deque first: what it holds belongs to the frames that wait
             // here (`find_work` empties it before a task's poll starts, and
@@ -515,6 +520,7 @@ impl WorkerThread {
                 None => self.find_other_job().map(|job| (job, false)),
             };
             if let Some((job, own)) = found {
+                starving.set(false);
                 idle.found_work();
                 if watched {
                     self.begin_unit();
@@ -526,9 +532,11 @@ impl WorkerThread {
                 }
                 continue;
             }
+            starving.set(true);
             if !idle.spin() {
                 // Sleep on the latch: announce it, so the setter wakes us (latch.rs).
                 if latch.start_sleeping() {
+                    starving.set(false);
                     // Asleep, this worker is not stalled: it waits for another's work.
                     self.wait_unit();
                     idle.park();
@@ -540,6 +548,7 @@ impl WorkerThread {
                 }
             }
         }
+        drop(starving);
         idle.found_work();
         self.join_waits.set(depth);
         if depth == 0 {
@@ -774,6 +783,61 @@ pub(crate) fn run(seed: WorkerSeed) {
     worker.give_back_registry_refs();
     worker.cells.release();
     worker.registry.worker_exited(last);
+}
+
+/// For the parallel iterators' bridge (`iter/plumbing/bridge.rs`, rule 5): whether the
+/// calling thread is a worker of a pool that cuts long pieces for its starving workers (one
+/// of more than one worker, without `Builder::split_on_demand(false)`).
+#[inline]
+pub(crate) fn splits_on_demand_here() -> bool {
+    // SAFETY: a non-null current worker is live during this call.
+    unsafe { WorkerThread::current().as_ref() }
+        .is_some_and(|worker| worker.registry.sleep.splits_on_demand())
+}
+
+/// For the parallel iterators' bridge (`iter/plumbing/bridge.rs`, rule 5): whether the
+/// calling thread is a worker whose deque offers no job to take while another worker of its
+/// pool is awake with nothing to run, so that a long piece it folds should hand half of its
+/// rest to the pool. False off the pool.
+#[inline]
+pub(crate) fn others_starve() -> bool {
+    // SAFETY: a non-null current worker is live during this call.
+    match unsafe { WorkerThread::current().as_ref() } {
+        Some(worker) => worker.deque.is_empty() && worker.registry.sleep.others_starve(),
+        None => false,
+    }
+}
+
+/// A waiting worker's place among the starving waiters of its pool
+/// ([`Sleep::set_starving_waiter`]): counted while [`set`](StarvingWaiter::set) to `true`,
+/// and taken off when dropped, on unwind too, so that the count never keeps a worker that
+/// left.
+struct StarvingWaiter<'a> {
+    sleep: &'a Sleep,
+    counted: Cell<bool>,
+}
+
+impl<'a> StarvingWaiter<'a> {
+    fn new(sleep: &'a Sleep) -> StarvingWaiter<'a> {
+        StarvingWaiter {
+            sleep,
+            counted: Cell::new(false),
+        }
+    }
+
+    /// Counts the worker (`true`) or not (`false`); a change only, the same value is free.
+    #[inline]
+    fn set(&self, starving: bool) {
+        if self.counted.replace(starving) != starving {
+            self.sleep.set_starving_waiter(starving);
+        }
+    }
+}
+
+impl Drop for StarvingWaiter<'_> {
+    fn drop(&mut self) {
+        self.set(false);
+    }
 }
 
 #[cfg(all(test, not(loom)))]
