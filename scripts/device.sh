@@ -13,7 +13,9 @@
 # runs the issue's table in order of importance and stops starting steps that would not end
 # within SECONDS (default 480): the machine, the cost model's inputs, this machine's wake-up
 # latency and `magpie-bench bounds` (what no scheduler can beat), traces of three
-# iterator operations at 16 workers (`magpie trace --iter`), an interleaved A/B at 4 and 16
+# iterator operations at 16 workers (`magpie trace --iter`: each worker's busy, waiting and
+# parked time), the iterator rows at 16 workers with the bridge's cut on demand off and on
+# (`MAGPIE_SPLIT_ON_DEMAND`, interleaved), an interleaved A/B at 4 and 16
 # workers against the build of `BASE=REV scripts/device.sh build` if there is one, then under
 # `release-lto` (the profile of the issue's table) async, fork-join, iter and the task pool
 # at 2, 4, 8 and 16 workers, then `magpie compare` at 16 and 2, fork-join at 8 workers in
@@ -123,6 +125,18 @@ plan)
         # rayon's `spawn` 97.1%: how soon each worker starts.
         "$bin/release-lto/magpie" trace --pattern variable --tasks 4000 --workers "$w" --out "$work/trace-variable-$w"
     }
+    # Rule 5 of the iterators' bridge (a long piece cut on demand for a starving worker),
+    # off and on in this one binary, interleaved: the iterator rows at 16 workers, where the
+    # first 16-CPU table lost 1.1-1.3 x rayon (BENCHMARKS.md, "twelfth" and "eighteenth").
+    ab_split() {
+        for round in 1 2; do
+            for on in 0 1; do
+                echo "-- MAGPIE_SPLIT_ON_DEMAND=$on, round $round"
+                MAGPIE_SPLIT_ON_DEMAND=$on scale_json release-lto iter "${AB_WORKERS_SPLIT:-16}" 5 \
+                    "$work/ab-split-$on-$round.json"
+            done
+        done
+    }
     # The base build against this one, interleaved (base, this, base, this), where `build`
     # made one (BASE=REV): the groups the pending changes are about (R1c, and the sixteenth
     # pass's maintenance without batch pulls: the task pool and the async rows, which
@@ -144,6 +158,7 @@ plan)
     }
     step 75 inputs inputs
     step 30 traces traces 16
+    step 110 ab-split ab_split
     if [ -x "$bin/base-release-lto/magpie-bench" ]; then
         step 160 ab-16 ab
     fi
