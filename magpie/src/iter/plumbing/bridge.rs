@@ -248,7 +248,7 @@ where
     let (mut producer, mut consumer, mut len) = (producer, consumer, len);
     while len >= shortest {
         if consumer.full() {
-            // An earlier half settled the result (rule 4's early exit): fold nothing more.
+            // An earlier half settled the result (`any`, a `find`): fold nothing more.
             return after(done, consumer.into_folder().complete());
         }
         let mid = len / 2;
