@@ -153,15 +153,27 @@ pub(crate) struct Counts {
 #[derive(Debug, Default)]
 struct Lane {
     name: Option<String>,
-    busy: Vec<(f64, f64)>,
-    parked: Vec<(f64, f64)>,
-    /// The parked spans spent in the I/O driver (`epoll_wait`), also in `parked`.
-    in_driver: Vec<(f64, f64)>,
-    /// Every span above and the waits, with what each says the worker was doing.
+    /// Polls and jobs (busy), waits, parks (in the I/O driver or not): each span with what
+    /// it says the worker was doing.
     spans: Vec<(f64, f64, State)>,
     injects: Vec<f64>,
     /// Stalls: the span and its tooltip.
     stalls: Vec<(f64, f64, String)>,
+}
+
+impl Lane {
+    /// The lane's spans in one of `states`.
+    fn spans_in<'a>(&'a self, states: &'a [State]) -> impl Iterator<Item = (f64, f64)> + 'a {
+        self.spans
+            .iter()
+            .filter(|span| states.contains(&span.2))
+            .map(|&(from, to, _)| (from, to))
+    }
+
+    /// When the lane's first poll or job began, if it ran any.
+    fn first_busy(&self) -> Option<f64> {
+        self.spans_in(&[State::Busy]).map(|s| s.0).reduce(f64::min)
+    }
 }
 
 /// One worker's share of a trace ([`Timeline::busy_summary`]).
@@ -233,25 +245,16 @@ impl Timeline {
                     let lane = lanes.entry(e.tid).or_default();
                     let span = (ts, ts + dur);
                     let state = match e.cat.as_str() {
-                        "park" if e.args["driver"].as_bool() == Some(true) => {
-                            lane.in_driver.push(span);
-                            State::InDriver
-                        }
+                        "park" if e.args["driver"].as_bool() == Some(true) => State::InDriver,
                         "park" => State::Parked,
                         "wait" => State::Waiting,
                         _ => State::Busy,
                     };
-                    match state {
-                        State::Busy => {
-                            lane.busy.push(span);
-                            counts.busy_spans += 1;
-                        }
-                        State::Waiting => counts.wait_spans += 1,
-                        _ => {
-                            lane.parked.push(span);
-                            counts.park_spans += 1;
-                        }
-                    }
+                    *match state {
+                        State::Busy => &mut counts.busy_spans,
+                        State::Waiting => &mut counts.wait_spans,
+                        _ => &mut counts.park_spans,
+                    } += 1;
                     lane.spans.push((span.0, span.1, state));
                     span
                 }
@@ -343,7 +346,7 @@ impl Timeline {
         let first = self
             .lanes
             .values()
-            .filter_map(|lane| lane.busy.iter().map(|&(from, _)| from).reduce(f64::min))
+            .filter_map(Lane::first_busy)
             .reduce(f64::min);
         self.lanes
             .iter()
@@ -356,10 +359,9 @@ impl Timeline {
                         _ => parked_us += to - from,
                     }
                 }
-                let first_busy = lane.busy.iter().map(|&(from, _)| from).reduce(f64::min);
                 LaneBusy {
                     worker: tid,
-                    first_busy_us: first_busy.zip(first).map(|(s, first)| s - first),
+                    first_busy_us: lane.first_busy().zip(first).map(|(s, first)| s - first),
                     busy_us,
                     waiting_us,
                     parked_us,
@@ -390,16 +392,15 @@ impl Timeline {
             );
             svg.group_titled(&format!(
                 "{label}: {} busy spans, {} parked spans, {} inject pulls",
-                lane.busy.len(),
-                lane.parked.len(),
+                lane.spans_in(&[State::Busy]).count(),
+                lane.spans_in(&[State::Parked, State::InDriver]).count(),
                 lane.injects.len()
             ));
             // With events lost, a lane's record starts at its oldest surviving span: draw
             // nothing before it rather than guess.
             let known_from = if self.counts.lost > 0 {
-                lane.busy
+                lane.spans
                     .iter()
-                    .chain(&lane.parked)
                     .map(|s| s.0)
                     .min_by(f64::total_cmp)
                     .map_or(0, |t| layout.column(t))

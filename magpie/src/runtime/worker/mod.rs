@@ -811,16 +811,17 @@ pub(crate) fn others_starve() -> bool {
 /// A waiting worker's place among the starving waiters of its pool
 /// ([`Sleep::set_starving_waiter`]): counted while [`set`](StarvingWaiter::set) to `true`,
 /// and taken off when dropped, on unwind too, so that the count never keeps a worker that
-/// left.
+/// left. In a pool that cuts no piece on demand nobody reads the count: nothing is written.
 struct StarvingWaiter<'a> {
-    sleep: &'a Sleep,
+    /// `None` where the count has no reader.
+    sleep: Option<&'a Sleep>,
     counted: Cell<bool>,
 }
 
 impl<'a> StarvingWaiter<'a> {
     fn new(sleep: &'a Sleep) -> StarvingWaiter<'a> {
         StarvingWaiter {
-            sleep,
+            sleep: Some(sleep).filter(|sleep| sleep.splits_on_demand()),
             counted: Cell::new(false),
         }
     }
@@ -828,8 +829,10 @@ impl<'a> StarvingWaiter<'a> {
     /// Counts the worker (`true`) or not (`false`); a change only, the same value is free.
     #[inline]
     fn set(&self, starving: bool) {
-        if self.counted.replace(starving) != starving {
-            self.sleep.set_starving_waiter(starving);
+        if let Some(sleep) = self.sleep {
+            if self.counted.replace(starving) != starving {
+                sleep.set_starving_waiter(starving);
+            }
         }
     }
 }
