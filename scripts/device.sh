@@ -15,14 +15,16 @@
 # latency and `magpie-bench bounds` (what no scheduler can beat), traces of three
 # iterator operations at 16 workers (`magpie trace --iter`: each worker's busy, waiting and
 # parked time), the iterator rows at 16 workers with the bridge's cut on demand off and on
-# (`MAGPIE_SPLIT_ON_DEMAND`, interleaved), an interleaved A/B at 4 and 16
-# workers against the build of `BASE=REV scripts/device.sh build` if there is one, then under
-# `release-lto` (the profile of the issue's table) async, fork-join, iter and the task pool
-# at 2, 4, 8 and 16 workers, then `magpie compare` at 16 and 2, fork-join at 8 workers in
+# and every split offered or not (`MAGPIE_SPLIT_ON_DEMAND` and `MAGPIE_OFFER_EVERY_SPLIT`,
+# the four pairs interleaved), under `release-lto` (the profile of the issue's table) iter
+# and the task pool at 2, 4, 8 and 16 workers, an interleaved A/B at 4 and 16 workers
+# against the build of `BASE=REV scripts/device.sh build` if there is one, async and
+# fork-join at 2 to 16, then `magpie compare` at 16 and 2, fork-join at 8 workers in
 # each barrier mode, then `release` at 16 and 2.
 # It leaves two files in $OUT, within the tool's eight: plan.log (everything printed,
 # with each step's start and length) and plan.tgz (each step's text and JSON, remade after
-# every step, so a call cut short still brings back what finished).
+# every step, so a call cut short still brings back what finished). PLAN_FROM=NAME starts at
+# the step NAME, for a second call after a first one ran out of time.
 #
 # Or one step at a time:
 #     scripts/device.sh run PROFILE [GROUPS] [WORKERS] [SAMPLES]
@@ -86,9 +88,16 @@ plan)
     started=$(date +%s)
     # step SECONDS NAME COMMAND...: runs COMMAND with its output in $work/NAME.txt and the
     # log, unless SECONDS (a generous estimate for 16 CPUs) would pass the budget.
+    # PLAN_FROM=NAME skips the steps before NAME (a second call, after a first one ran out).
+    from=${PLAN_FROM:-}
     step() {
         local estimate=$1 name=$2
         shift 2
+        if [ -n "$from" ] && [ "$from" != "$name" ]; then
+            echo "== skipped $name: before $from" | tee -a "$log"
+            return 0
+        fi
+        from=""
         local now
         now=$(date +%s)
         if (( now - started + estimate > budget )); then
@@ -125,15 +134,19 @@ plan)
         # rayon's `spawn` 97.1%: how soon each worker starts.
         "$bin/release-lto/magpie" trace --pattern variable --tasks 4000 --workers "$w" --out "$work/trace-variable-$w"
     }
-    # Rule 5 of the iterators' bridge (a long piece cut on demand for a starving worker),
-    # off and on in this one binary, interleaved: the iterator rows at 16 workers, where the
-    # first 16-CPU table lost 1.1-1.3 x rayon (BENCHMARKS.md, "twelfth" and "eighteenth").
+    # The two bridge changes made since the first 16-CPU table, each off and on in this one
+    # binary, interleaved: rule 5 (a long piece cut on demand for a starving worker,
+    # `MAGPIE_SPLIT_ON_DEMAND`) and every split offered to thieves (`MAGPIE_OFFER_EVERY_SPLIT`):
+    # the iterator rows at 16 workers, where that table lost 1.1-1.3 x rayon (BENCHMARKS.md,
+    # "twelfth", "eighteenth" and "nineteenth"). Files ab-split-S-O-ROUND.json.
     ab_split() {
         for round in 1 2; do
-            for on in 0 1; do
-                echo "-- MAGPIE_SPLIT_ON_DEMAND=$on, round $round"
-                MAGPIE_SPLIT_ON_DEMAND=$on scale_json release-lto iter "${AB_WORKERS_SPLIT:-16}" 5 \
-                    "$work/ab-split-$on-$round.json"
+            for config in 0-0 1-0 0-1 1-1; do
+                local split=${config%-*} offer=${config#*-}
+                echo "-- MAGPIE_SPLIT_ON_DEMAND=$split MAGPIE_OFFER_EVERY_SPLIT=$offer, round $round"
+                MAGPIE_SPLIT_ON_DEMAND=$split MAGPIE_OFFER_EVERY_SPLIT=$offer \
+                    scale_json release-lto iter "${AB_WORKERS_SPLIT:-16}" 5 \
+                    "$work/ab-split-$config-$round.json"
             done
         done
     }
@@ -158,14 +171,14 @@ plan)
     }
     step 75 inputs inputs
     step 30 traces traces 16
-    step 110 ab-split ab_split
+    step 220 ab-split ab_split
+    step 90 lto-iter scale release-lto iter 2,4,8,16
+    step 90 lto-task-pool scale release-lto task-pool 2,4,8,16
     if [ -x "$bin/base-release-lto/magpie-bench" ]; then
         step 160 ab-16 ab
     fi
     step 60 lto-async scale release-lto async 2,4,8,16
     step 150 lto-fork-join scale release-lto fork-join 2,4,8,16
-    step 90 lto-iter scale release-lto iter 2,4,8,16
-    step 90 lto-task-pool scale release-lto task-pool 2,4,8,16
     step 40 compare-16 "$bin/release-lto/magpie" compare --workers 16 --repeat 3
     step 40 compare-2 "$bin/release-lto/magpie" compare --workers 2 --repeat 3
     # The barrier modes A/B at 8 workers, which `Auto` makes symmetric: the cost model's

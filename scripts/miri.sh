@@ -83,7 +83,7 @@ if [[ $quick == 0 ]]; then
     # The stress tests (shrunk under Miri), then the tests that run a 2-worker runtime.
     miri_test stress "$@"
     # small_parallel_sorts has not been seen to finish under Miri within 10 minutes.
-    miri_test iter::sort iter::vec --skip small_parallel_sorts "$@"
+    miri_test iter::sort iter::vec iter::plumbing --skip small_parallel_sorts "$@"
     # The timer wheel (safe code, run for its arithmetic: ~4 minutes).
     miri_test time::tests_wheel "$@"
     # The I/O driver, slab and readiness words, alone and inside a runtime (~4 minutes).

@@ -127,6 +127,33 @@ where
     }
 }
 
+/// [`join`] that, on a worker, offers `b` to the pool whatever the worker already offers
+/// (no check of the reserve, `STEAL_RESERVE` in `runtime/worker`): for the parallel iterators' bridge,
+/// whose split spine runs in nanoseconds. There the reserve was full by the third level, so
+/// with 16 workers the worker that split first kept its next two levels to itself, an eighth
+/// of the input where its share is a sixteenth, and no later `join` of its (it folds) would
+/// publish again (`iter/plumbing/README.md`, "Every split is offered"). A fork-join tree
+/// does work between its `join`s, so thieves empty the reserve before the next one; it keeps
+/// [`join`].
+#[inline]
+pub(crate) fn join_offered<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    // SAFETY: a non-null current worker is live for as long as its thread runs jobs, which
+    // covers this call.
+    match unsafe { WorkerThread::current().as_ref() } {
+        Some(worker) if worker.registry().sleep.offers_every_split() => {
+            join_published(worker, a, b)
+        }
+        Some(worker) => join_on_worker(worker, a, b),
+        None => join_cold(a, b),
+    }
+}
+
 /// `join` called outside the pool: run it on a worker of the current runtime and block.
 ///
 /// Out of line, and `#[cold]`: it runs once per computation, but inlined into the caller, the

@@ -96,6 +96,10 @@ pub struct Builder {
     pub(super) park_safety_net: Option<Duration>,
     pub(super) assumed_cpus: Option<usize>,
     pub(super) split_on_demand: Option<bool>,
+    pub(super) offer_every_split: Option<bool>,
+    /// A test's pool whose workers all count as starving at every look of rule 5.
+    #[cfg(test)]
+    pub(super) starving_always: bool,
     pub(super) barrier: Option<BarrierMode>,
     pub(super) task_insight: bool,
     pub(super) on_task_spawn: Option<TaskHook>,
@@ -564,6 +568,35 @@ impl Builder {
     #[doc(hidden)]
     pub fn split_on_demand(mut self, on: bool) -> Builder {
         self.split_on_demand = Some(on);
+        self
+    }
+
+    /// Whether every split of a parallel iterator offers its second half to the pool
+    /// (`iter/plumbing/README.md`, "Every split is offered"), or only while the worker offers
+    /// fewer than three jobs, as `join` does: on unless turned off here or, without a call
+    /// here, by the environment variable `MAGPIE_OFFER_EVERY_SPLIT=0`. A measuring aid, for an
+    /// A/B in one binary on a machine with the cores where it matters (8 workers or more);
+    /// hence its absence from the documentation.
+    #[doc(hidden)]
+    pub fn offer_every_split(mut self, on: bool) -> Builder {
+        self.offer_every_split = Some(on);
+        self
+    }
+
+    /// [`Builder::offer_every_split`] as set, else `MAGPIE_OFFER_EVERY_SPLIT` (`0` turns it
+    /// off), else on.
+    pub(super) fn resolved_offer_every_split(&self) -> bool {
+        self.offer_every_split.unwrap_or_else(|| {
+            std::env::var("MAGPIE_OFFER_EVERY_SPLIT").map_or(true, |v| v.trim() != "0")
+        })
+    }
+
+    /// Makes every look of rule 5 (`iter/plumbing/bridge.rs`) find a starving worker, so that
+    /// a test drives the hand-over of a long piece through every consumer at every chunk,
+    /// whatever the timing.
+    #[cfg(test)]
+    pub(crate) fn starving_always(mut self) -> Builder {
+        self.starving_always = true;
         self
     }
 

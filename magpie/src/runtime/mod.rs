@@ -239,6 +239,9 @@ impl Runtime {
             park_safety_net: builder.park_safety_net.filter(|_| !cfg!(loom)),
             cpus: builder.resolved_cpus(),
             split_on_demand: builder.resolved_split_on_demand(),
+            offer_every_split: builder.resolved_offer_every_split(),
+            #[cfg(test)]
+            starving_always: builder.starving_always,
             stall: builder
                 .resolved_stall_threshold()?
                 .map(|threshold| (threshold, builder.on_stall.clone())),

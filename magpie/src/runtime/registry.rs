@@ -209,6 +209,11 @@ pub(crate) struct Options {
     pub(crate) cpus: usize,
     /// Rule 5 of the parallel iterators' bridge (`Builder::split_on_demand`).
     pub(crate) split_on_demand: bool,
+    /// Whether the parallel iterators' bridge offers every split (`Builder::offer_every_split`).
+    pub(crate) offer_every_split: bool,
+    /// `Builder::starving_always`, a test's.
+    #[cfg(test)]
+    pub(crate) starving_always: bool,
     /// The stall threshold and the `on_stall` hook, if stall detection is on.
     pub(crate) stall: Option<(std::time::Duration, Option<super::stall::StallHook>)>,
 }
@@ -244,6 +249,9 @@ impl Registry {
         let mut sleep = Sleep::with_driver(n, driver_unpark, options.barrier);
         sleep.set_cpus(options.cpus);
         sleep.set_split_on_demand(options.split_on_demand);
+        sleep.set_offer_every_split(options.offer_every_split);
+        #[cfg(test)]
+        sleep.set_starving_always(options.starving_always);
         if let Some(monitor) = &monitor {
             sleep.set_bell(monitor.bell.clone());
         }

@@ -97,6 +97,15 @@ pub(crate) struct Sleep {
     /// Whether long pieces of parallel iterators are cut for starving workers at all
     /// (`set_split_on_demand`; on by default, when the pool has more than one worker).
     split_on_demand: bool,
+    /// Whether every split of a parallel iterator offers its second half to the pool
+    /// (`set_offer_every_split`; on by default).
+    offer_every_split: bool,
+    /// A test's pool (`Builder::starving_always`): every look of rule 5 finds a starving
+    /// worker, and `starving_answers` counts the looks.
+    #[cfg(test)]
+    starving_always: bool,
+    #[cfg(test)]
+    starving_answers: AtomicUsize,
 }
 
 impl std::fmt::Debug for Sleep {
@@ -146,6 +155,11 @@ impl Sleep {
             cpus: num_workers,
             starving_waiters: CachePadded::new(AtomicUsize::new(0)),
             split_on_demand: num_workers > 1,
+            offer_every_split: true,
+            #[cfg(test)]
+            starving_always: false,
+            #[cfg(test)]
+            starving_answers: AtomicUsize::new(0),
         }
     }
 
@@ -850,6 +864,30 @@ impl Sleep {
         self.split_on_demand = on && self.num_workers > 1;
     }
 
+    /// Whether the parallel iterators' bridge offers every split to the pool (on), or only
+    /// while the worker offers fewer than `join`'s reserve of jobs (off; an A/B aid).
+    pub(crate) fn set_offer_every_split(&mut self, on: bool) {
+        self.offer_every_split = on;
+    }
+
+    /// See [`Sleep::set_offer_every_split`].
+    #[inline]
+    pub(crate) fn offers_every_split(&self) -> bool {
+        self.offer_every_split
+    }
+
+    /// Makes [`Sleep::others_starve`] answer `true` whenever it is asked (a test's pool).
+    #[cfg(test)]
+    pub(crate) fn set_starving_always(&mut self, always: bool) {
+        self.starving_always = always;
+    }
+
+    /// How many times [`Sleep::others_starve`] answered `true` in a pool that starves always.
+    #[cfg(test)]
+    pub(crate) fn starving_answers(&self) -> usize {
+        self.starving_answers.load(Relaxed)
+    }
+
     /// Whether long pieces of parallel iterators may be cut here for starving workers.
     #[inline]
     pub(crate) fn splits_on_demand(&self) -> bool {
@@ -874,6 +912,12 @@ impl Sleep {
     /// of a parallel iterator asks it between chunks, to hand half of its rest to the pool.
     #[inline]
     pub(crate) fn others_starve(&self) -> bool {
+        #[cfg(test)]
+        if self.starving_always {
+            // Relaxed: a count the test reads after the pool ran.
+            self.starving_answers.fetch_add(1, Relaxed);
+            return true;
+        }
         // Relaxed: a stale answer costs one split too many or one chunk of delay; the job a
         // split publishes is found through the deque's own synchronization.
         let state = IdleState(self.state.load(Relaxed));

@@ -203,8 +203,9 @@ where
 
 /// Items a piece folds between two looks at whether other workers starve (rule 5): a few
 /// microseconds of the cheapest loops (a sum of `u64`s from memory), so that the look and the
-/// loop's restart cost them well under 1%.
-pub(crate) const LOOK_EVERY: usize = 4096;
+/// loop's restart cost them well under 1%. Under Miri, 64: the same rule on inputs that Miri
+/// can run through in seconds.
+pub(crate) const LOOK_EVERY: usize = if cfg!(miri) { 64 } else { 4096 };
 
 /// Folds a piece that rules 1 to 4 leave whole, handing half of its rest to the pool when
 /// other workers starve (rule 5).
@@ -330,6 +331,9 @@ fn after<T, R: Reducer<T>>(done: Option<(T, R)>, next: T) -> T {
 
 /// [`join`](fn@crate::join), telling each half whether it runs on another worker than the one
 /// that called: `true` for a stolen half, and for both halves of a call from outside the pool.
+/// The second half is offered to the pool at every level, whatever the worker's deque holds
+/// (`join_offered`: the split spine has no work between its levels, so `join`'s reserve would
+/// keep the deepest ones from thieves).
 fn join_migrated<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce(bool) -> RA + Send,
@@ -338,7 +342,7 @@ where
     RB: Send,
 {
     let origin = crate::current_worker_index();
-    crate::join(
+    crate::join::join_offered(
         move || a(crate::current_worker_index() != origin),
         move || b(crate::current_worker_index() != origin),
     )
@@ -667,6 +671,167 @@ mod tests {
         // The folder stops at the match (`consume_iter` asks it after each item), and no
         // later chunk or half is folded.
         assert_eq!(pieces, [(0, chunk + 8)]);
+    }
+
+    /// A pool of `workers` whose every look of rule 5 finds a starving worker: each long
+    /// piece hands half of its rest to the pool at its first look, whatever the timing.
+    fn starving_pool(workers: usize) -> Runtime {
+        Runtime::builder()
+            .worker_threads(workers)
+            .starving_always()
+            .build()
+            .unwrap()
+    }
+
+    /// Long enough for a piece of it to be cut on demand several times over.
+    fn cut_len() -> usize {
+        24 * super::LOOK_EVERY + 3
+    }
+
+    #[test]
+    fn every_consumer_keeps_its_answer_when_every_look_cuts() {
+        use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+        let len = cut_len();
+        for workers in [2, 3] {
+            let rt = starving_pool(workers);
+            rt.install(|| {
+                // Items that own memory: a slot written twice, or an item dropped twice or
+                // never, shows under Miri and the sanitizers as well as in the values.
+                let boxed: Vec<Box<usize>> = (0..len).into_par_iter().map(Box::new).collect();
+                assert!(boxed.iter().map(|b| **b).eq(0..len), "collect");
+                assert_eq!((0..len).into_par_iter().sum::<usize>(), len * (len - 1) / 2);
+                // Ranges that must meet: a reduction out of order, or of a piece twice,
+                // breaks the chain.
+                let span =
+                    (0..len)
+                        .into_par_iter()
+                        .map(|i| (i, i + 1))
+                        .reduce_with(|(a, b), (c, d)| {
+                            assert_eq!(b, c, "pieces reduced out of order");
+                            (a, d)
+                        });
+                assert_eq!(span, Some((0, len)));
+                let target = len / 3;
+                let nearest = (0..len).into_par_iter().min_by_key(|&i| i.abs_diff(target));
+                assert_eq!(nearest, Some(target));
+                let every = super::LOOK_EVERY + 1;
+                let matches = move |i: usize| i % every == every - 1;
+                assert_eq!(
+                    (0..len).into_par_iter().position_first(matches),
+                    Some(every - 1)
+                );
+                assert_eq!(
+                    (0..len).into_par_iter().position_last(matches),
+                    (0..len).rev().find(|&i| matches(i))
+                );
+                assert!(!(0..len).into_par_iter().any(|i| i == len));
+                assert!((0..len).into_par_iter().any(|i| i == len - 1));
+                assert_eq!(
+                    (0..len).into_par_iter().filter(|i| i % 3 == 0).count(),
+                    len.div_ceil(3)
+                );
+                let runs: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
+                (0..len).into_par_iter().for_each(|i| {
+                    runs[i].fetch_add(1, Relaxed);
+                });
+                assert!(runs.iter().all(|n| n.load(Relaxed) == 1), "for_each");
+            });
+            assert!(
+                rt.registry().sleep.starving_answers() > 0,
+                "no piece was cut on demand on {workers} workers"
+            );
+        }
+    }
+
+    #[test]
+    fn a_panic_in_a_piece_cut_on_demand_drops_each_collected_item_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+        /// An item that counts itself among the live ones while it exists.
+        struct Counted<'a>(&'a AtomicUsize, #[allow(dead_code)] Box<usize>);
+        impl Drop for Counted<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Relaxed);
+            }
+        }
+        let len = cut_len();
+        let chunk = super::LOOK_EVERY;
+        let rt = starving_pool(2);
+        // In the first chunk (before any look), just after the first look (in the first
+        // half's rest), in the half handed over, and at the last item.
+        for panic_at in [5, chunk + 1, len / 2 + 7, len - 1] {
+            let live = AtomicUsize::new(0);
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                rt.install(|| {
+                    (0..len)
+                        .into_par_iter()
+                        .map(|i| {
+                            assert_ne!(i, panic_at, "a panic in a cut piece");
+                            live.fetch_add(1, Relaxed);
+                            Counted(&live, Box::new(i))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            }));
+            assert!(
+                outcome.is_err(),
+                "the panic at {panic_at} was not propagated"
+            );
+            assert_eq!(
+                live.load(Relaxed),
+                0,
+                "items leaked after a panic at {panic_at}"
+            );
+        }
+        assert!(rt.registry().sleep.starving_answers() > 0);
+    }
+
+    #[test]
+    fn every_level_of_the_split_is_stealable_while_the_first_piece_runs() {
+        // 16 workers, 15 of them held by tasks so that nobody steals: the worker that splits
+        // halves the budget of 16 five times (16, 8, 4, 2, 1) before its first piece, and
+        // each level's second half must still wait in its deque for a thief then, the two
+        // deepest too. With `join`'s reserve (`offer_every_split(false)`), 3 of the 5.
+        let workers = 16;
+        for (every, offered) in [(true, 5), (false, 3)] {
+            let rt = Runtime::builder()
+                .worker_threads(workers)
+                .offer_every_split(every)
+                // The holders block their workers on purpose.
+                .stall_threshold(None)
+                .build()
+                .unwrap();
+            let (started_tx, started_rx) = std::sync::mpsc::channel();
+            let release = std::sync::Arc::new(std::sync::Barrier::new(workers));
+            let holders: Vec<_> = (1..workers)
+                .map(|_| {
+                    let (started, release) = (started_tx.clone(), release.clone());
+                    rt.spawn(async move {
+                        started.send(()).unwrap();
+                        release.wait();
+                    })
+                })
+                .collect();
+            for _ in 1..workers {
+                started_rx.recv().unwrap();
+            }
+            let seen = std::sync::Mutex::new(None);
+            rt.install(|| {
+                (0..1usize << 12).into_par_iter().for_each(|i| {
+                    if i == 0 {
+                        *seen.lock().unwrap() = crate::runtime::worker::current_deque_len();
+                    }
+                });
+            });
+            release.wait();
+            for holder in holders {
+                rt.block_on(holder).unwrap();
+            }
+            assert_eq!(
+                seen.into_inner().unwrap(),
+                Some(offered),
+                "offer_every_split({every})"
+            );
+        }
     }
 
     #[test]

@@ -785,6 +785,14 @@ pub(crate) fn run(seed: WorkerSeed) {
     worker.registry.worker_exited(last);
 }
 
+/// How many jobs the calling worker's deque holds; `None` off the pool. For tests of what a
+/// computation leaves stealable.
+#[cfg(test)]
+pub(crate) fn current_deque_len() -> Option<usize> {
+    // SAFETY: a non-null current worker is live during this call.
+    unsafe { WorkerThread::current().as_ref() }.map(|worker| worker.deque.len())
+}
+
 /// For the parallel iterators' bridge (`iter/plumbing/bridge.rs`, rule 5): whether the
 /// calling thread is a worker of a pool that cuts long pieces for its starving workers (one
 /// of more than one worker, without `Builder::split_on_demand(false)`).
