@@ -127,14 +127,15 @@ where
     }
 }
 
-/// [`join`] that, on a worker, offers `b` to the pool whatever the worker already offers
-/// (no check of the reserve, `STEAL_RESERVE` in `runtime/worker`): for the parallel iterators' bridge,
-/// whose split spine runs in nanoseconds. There the reserve was full by the third level, so
-/// with 16 workers the worker that split first kept its next two levels to itself, an eighth
-/// of the input where its share is a sixteenth, and no later `join` of its (it folds) would
+/// [`join`] with the publication policy of a parallel iterator's split
+/// (`WorkerThread::should_offer_split`): `b` is offered while the worker's deque holds fewer
+/// jobs than a computation's split spine has levels on this pool, where `join` stops at 3.
+/// The spine runs in nanoseconds, so with 16 workers `join`'s reserve was full by the third
+/// level, and the worker that split first kept its next two levels to itself, an eighth of
+/// the input where its share is a sixteenth, with no later `join` of its (it folds) to
 /// publish again (`iter/plumbing/README.md`, "Every split is offered"). A fork-join tree
-/// does work between its `join`s, so thieves empty the reserve before the next one; it keeps
-/// [`join`].
+/// does work between its `join`s, so thieves empty the reserve before the next one; it
+/// keeps [`join`].
 #[inline]
 pub(crate) fn join_offered<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
@@ -146,10 +147,8 @@ where
     // SAFETY: a non-null current worker is live for as long as its thread runs jobs, which
     // covers this call.
     match unsafe { WorkerThread::current().as_ref() } {
-        Some(worker) if worker.registry().sleep.offers_every_split() => {
-            join_published(worker, a, b)
-        }
-        Some(worker) => join_on_worker(worker, a, b),
+        Some(worker) if worker.should_offer_split() => join_published(worker, a, b),
+        Some(_) => join_inline(a, b),
         None => join_cold(a, b),
     }
 }

@@ -97,9 +97,10 @@ pub(crate) struct Sleep {
     /// Whether long pieces of parallel iterators are cut for starving workers at all
     /// (`set_split_on_demand`; on by default, when the pool has more than one worker).
     split_on_demand: bool,
-    /// Whether every split of a parallel iterator offers its second half to the pool
-    /// (`set_offer_every_split`; on by default).
-    offer_every_split: bool,
+    /// How many jobs a worker's deque may hold before a split of a parallel iterator stops
+    /// offering its second half to the pool: the depth of a computation's split spine on
+    /// this pool (`set_offer_every_split`; 0 when off, leaving `join`'s own reserve).
+    split_reserve: usize,
     /// A test's pool (`Builder::starving_always`): every look of rule 5 finds a starving
     /// worker, and `starving_answers` counts the looks.
     #[cfg(test)]
@@ -155,7 +156,7 @@ impl Sleep {
             cpus: num_workers,
             starving_waiters: CachePadded::new(AtomicUsize::new(0)),
             split_on_demand: num_workers > 1,
-            offer_every_split: true,
+            split_reserve: spine_depth(num_workers),
             #[cfg(test)]
             starving_always: false,
             #[cfg(test)]
@@ -864,16 +865,17 @@ impl Sleep {
         self.split_on_demand = on && self.num_workers > 1;
     }
 
-    /// Whether the parallel iterators' bridge offers every split to the pool (on), or only
-    /// while the worker offers fewer than `join`'s reserve of jobs (off; an A/B aid).
+    /// Whether the parallel iterators' bridge offers every level of a computation's split
+    /// spine to the pool (on: a reserve of [`spine_depth`] jobs), or only while the worker
+    /// offers fewer than `join`'s reserve of jobs (off; an A/B aid).
     pub(crate) fn set_offer_every_split(&mut self, on: bool) {
-        self.offer_every_split = on;
+        self.split_reserve = if on { spine_depth(self.num_workers) } else { 0 };
     }
 
-    /// See [`Sleep::set_offer_every_split`].
+    /// See [`Sleep::set_offer_every_split`]: 0 when off.
     #[inline]
-    pub(crate) fn offers_every_split(&self) -> bool {
-        self.offer_every_split
+    pub(crate) fn split_reserve(&self) -> usize {
+        self.split_reserve
     }
 
     /// Makes [`Sleep::others_starve`] answer `true` whenever it is asked (a test's pool).
@@ -924,6 +926,12 @@ impl Sleep {
         state.unparked() <= self.cpus
             && (state.searching() > 0 || self.starving_waiters.load(Relaxed) > 0)
     }
+}
+
+/// The levels a parallel iterator's split budget of `workers` splits, halved per level,
+/// lasts: `floor(log2(workers)) + 1` (16, 8, 4, 2, 1 for 16 workers: 5).
+fn spine_depth(workers: usize) -> usize {
+    (usize::BITS - workers.leading_zeros()) as usize
 }
 
 #[cfg(all(test, loom))]

@@ -790,7 +790,9 @@ mod tests {
         // 16 workers, 15 of them held by tasks so that nobody steals: the worker that splits
         // halves the budget of 16 five times (16, 8, 4, 2, 1) before its first piece, and
         // each level's second half must still wait in its deque for a thief then, the two
-        // deepest too. With `join`'s reserve (`offer_every_split(false)`), 3 of the 5.
+        // deepest too. With `join`'s reserve (`offer_every_split(false)`), 3 of the 5. An
+        // inner iterator run from there finds a spine's worth already offered and adds
+        // nothing: its splits run inline, as `join`'s do past its reserve.
         let workers = 16;
         for (every, offered) in [(true, 5), (false, 3)] {
             let rt = Runtime::builder()
@@ -815,10 +817,17 @@ mod tests {
                 started_rx.recv().unwrap();
             }
             let seen = std::sync::Mutex::new(None);
+            let seen_inner = std::sync::Mutex::new(None);
             rt.install(|| {
                 (0..1usize << 12).into_par_iter().for_each(|i| {
                     if i == 0 {
                         *seen.lock().unwrap() = crate::runtime::worker::current_deque_len();
+                        (0..1usize << 12).into_par_iter().for_each(|j| {
+                            if j == 0 {
+                                *seen_inner.lock().unwrap() =
+                                    crate::runtime::worker::current_deque_len();
+                            }
+                        });
                     }
                 });
             });
@@ -830,6 +839,11 @@ mod tests {
                 seen.into_inner().unwrap(),
                 Some(offered),
                 "offer_every_split({every})"
+            );
+            assert_eq!(
+                seen_inner.into_inner().unwrap(),
+                Some(offered),
+                "offer_every_split({every}), an inner iterator"
             );
         }
     }

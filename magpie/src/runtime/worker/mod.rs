@@ -311,6 +311,18 @@ impl WorkerThread {
         self.deque.len() < STEAL_RESERVE
     }
 
+    /// The publication policy of a parallel iterator's split (`join::join_offered`): as
+    /// [`should_publish`](Self::should_publish), with a reserve as deep as a computation's
+    /// split spine on this pool (5 jobs at 16 workers; never fewer than `STEAL_RESERVE`). The
+    /// spine runs down its levels with no work in between, so `join`'s reserve of 3 kept
+    /// the deeper levels from every thief; a deque already holding a spine's worth (an inner
+    /// iterator under an outer one's offered splits) still runs the rest inline
+    /// (`iter/plumbing/README.md`, "Every split is offered").
+    #[inline]
+    pub(crate) fn should_offer_split(&self) -> bool {
+        self.deque.len() < STEAL_RESERVE.max(self.registry.sleep.split_reserve())
+    }
+
     /// Pushes a job onto this worker's deque and wakes a sleeper if nobody is searching
     /// (R1), or, in the symmetric barrier mode, if an older job of the deque is still there,
     /// fewer than about half the workers search and a CPU has no worker awake (R1b;
