@@ -884,6 +884,12 @@ impl Sleep {
         self.starving_always = always;
     }
 
+    /// Whether this is a test's pool that starves always.
+    #[cfg(test)]
+    pub(crate) fn starves_always(&self) -> bool {
+        self.starving_always
+    }
+
     /// How many times [`Sleep::others_starve`] answered `true` in a pool that starves always.
     #[cfg(test)]
     pub(crate) fn starving_answers(&self) -> usize {

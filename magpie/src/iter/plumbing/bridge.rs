@@ -674,7 +674,11 @@ mod tests {
     }
 
     /// A pool of `workers` whose every look of rule 5 finds a starving worker: each long
-    /// piece hands half of its rest to the pool at its first look, whatever the timing.
+    /// piece hands half of its rest to the pool at its first look, whatever the timing and
+    /// whatever its worker's deque holds. The first piece of a computation is folded by the
+    /// worker that split it (it is `join`'s first half all the way down), so on 2 or 3
+    /// workers, where pieces are a quarter of the input, an input of at least four chunks
+    /// after its first is looked at, and cut, every time.
     fn starving_pool(workers: usize) -> Runtime {
         Runtime::builder()
             .worker_threads(workers)

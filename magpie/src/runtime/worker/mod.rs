@@ -823,6 +823,12 @@ pub(crate) fn splits_on_demand_here() -> bool {
 pub(crate) fn others_starve() -> bool {
     // SAFETY: a non-null current worker is live during this call.
     match unsafe { WorkerThread::current().as_ref() } {
+        // A test's pool that starves always (`Builder::starving_always`) says so whatever
+        // the deque holds: every look of every long piece cuts, whichever worker folds it.
+        #[cfg(test)]
+        Some(worker) if worker.registry.sleep.starves_always() => {
+            worker.registry.sleep.others_starve()
+        }
         Some(worker) => worker.deque.is_empty() && worker.registry.sleep.others_starve(),
         None => false,
     }
