@@ -586,9 +586,7 @@ impl Builder {
     /// [`Builder::offer_every_split`] as set, else `MAGPIE_OFFER_EVERY_SPLIT` (`0` turns it
     /// off), else on.
     pub(super) fn resolved_offer_every_split(&self) -> bool {
-        self.offer_every_split.unwrap_or_else(|| {
-            std::env::var("MAGPIE_OFFER_EVERY_SPLIT").map_or(true, |v| v.trim() != "0")
-        })
+        switch_or_env(self.offer_every_split, "MAGPIE_OFFER_EVERY_SPLIT")
     }
 
     /// Makes every look of rule 5 (`iter/plumbing/bridge.rs`) find a starving worker, so that
@@ -603,9 +601,7 @@ impl Builder {
     /// [`Builder::split_on_demand`] as set, else `MAGPIE_SPLIT_ON_DEMAND` (`0` turns it off),
     /// else on.
     pub(super) fn resolved_split_on_demand(&self) -> bool {
-        self.split_on_demand.unwrap_or_else(|| {
-            std::env::var("MAGPIE_SPLIT_ON_DEMAND").map_or(true, |v| v.trim() != "0")
-        })
+        switch_or_env(self.split_on_demand, "MAGPIE_SPLIT_ON_DEMAND")
     }
 
     /// The CPUs the wake rules count: [`Builder::assume_cpus`], or the available parallelism.
@@ -910,6 +906,12 @@ fn worker_threads_env(value: &str) -> Result<Option<usize>, BuildError> {
 
 /// What a `MAGPIE_STALL_THRESHOLD_MS` of `value` asks for: a threshold, or `None` (`0`,
 /// `off`) for no detection.
+/// A hidden on/off switch of the builder (a measuring aid): as set, else off only when the
+/// environment variable `var` is `0` (spaces around it ignored), else on.
+fn switch_or_env(set: Option<bool>, var: &str) -> bool {
+    set.unwrap_or_else(|| std::env::var(var).map_or(true, |v| v.trim() != "0"))
+}
+
 fn stall_threshold_env(value: &str) -> Result<Option<Duration>, BuildError> {
     let trimmed = value.trim();
     if trimmed.eq_ignore_ascii_case("off") {
