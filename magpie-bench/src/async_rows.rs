@@ -384,8 +384,7 @@ const STALL_THRESHOLD: Duration = Duration::from_millis(100);
 /// threshold is explicit, so that `MAGPIE_STALL_THRESHOLD_MS` cannot make two the same.
 fn magpie_runtime(imp: AsyncImpl, workers: usize) -> magpie::Runtime {
     let threshold = (imp != AsyncImpl::MagpieStallOff).then_some(STALL_THRESHOLD);
-    crate::pools::magpie_builder()
-        .worker_threads(workers)
+    crate::pools::magpie_builder(workers)
         .thread_name(thread_name(imp, workers))
         .stall_threshold(threshold)
         .task_insight(imp == AsyncImpl::MagpieInsight)

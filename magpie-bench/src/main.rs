@@ -341,6 +341,20 @@ struct ScaleArgs {
     /// makes (its timings then compare nothing: the workers share fewer CPUs).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
     assume_cpus: Option<u64>,
+    /// Make each task of the task-pool rows sleep FACTOR times its duration instead of
+    /// spinning (its thread's timer slack at 1 ns), and each magpie pool count one CPU per
+    /// worker in its wake rules: a task then holds a worker and not a CPU, so that a small
+    /// machine shows how each pool schedules, wakes and balances at worker counts it lacks
+    /// (16 workers on 2 CPUs). A task's work is then the time it held its thread. 10 keeps
+    /// the shortest tasks (mixed's 10 µs) well above a sleep's wake-up cost. Task-pool rows
+    /// only (--only task-pool); not with --assume-cpus.
+    #[arg(
+        long,
+        value_name = "FACTOR",
+        value_parser = clap::value_parser!(u32).range(1..=1000),
+        conflicts_with = "assume_cpus"
+    )]
+    sleeping_tasks: Option<u32>,
     /// Run the whole table in this many fresh processes, one after the other, and report
     /// each row's times over all of their samples, with the spread of magpie's ratio from
     /// process to process (where the kernel put each thread lasts a process: one process
@@ -579,6 +593,8 @@ struct JsonFile<'a, S, R> {
 struct ScaleSettings {
     /// `--assume-cpus` (`None`, written as `null`: the machine's CPUs).
     assumed_cpus: Option<u64>,
+    /// `--sleeping-tasks` (`None`, written as `null`: the tasks spin).
+    sleeping_tasks: Option<u32>,
 }
 
 /// Writes `results` of benchmark `kind`, with the machine's description, as JSON to `path`.
@@ -672,6 +688,13 @@ fn idle(args: &IdleArgs, info: &MachineInfo) -> ExitCode {
 }
 
 fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
+    if args.sleeping_tasks.is_some() && args.only.iter().any(|&g| g != scale::Group::TaskPool) {
+        eprintln!(
+            "--sleeping-tasks changes the task-pool rows only, and the other groups would run \
+             with a CPU counted per worker: add --only task-pool"
+        );
+        return ExitCode::FAILURE;
+    }
     if args.processes > 1 {
         return scale_processes(args, info);
     }
@@ -707,6 +730,20 @@ fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
             list.join(", ")
         ),
     );
+    let hold = match args.sleeping_tasks {
+        Some(factor) => {
+            pools::assume_a_cpu_per_worker();
+            println!(
+                "- sleeping tasks (--sleeping-tasks {factor}): each task sleeps {factor} × its \
+                 duration, holding a worker and not a CPU, and magpie's pools count a CPU per \
+                 worker; the rows show how each pool schedules at these worker counts, not \
+                 how fast this machine's {} CPUs compute",
+                info.cpus
+            );
+            scale::Hold::Sleep { factor }
+        }
+        None => scale::Hold::Spin,
+    };
     if let Some(cpus) = args.assume_cpus {
         pools::assume_cpus(cpus as usize);
         println!(
@@ -728,6 +765,7 @@ fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
             sort: args.fork_join.sort_len,
         },
         tasks,
+        hold,
     };
     let rows = scale::run(&cfg);
     println!("{}", scale::legend());
@@ -741,6 +779,7 @@ fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
             "scale",
             ScaleSettings {
                 assumed_cpus: args.assume_cpus,
+                sleeping_tasks: args.sleeping_tasks,
             },
             scale::rows_json(&rows),
         ),
@@ -834,6 +873,7 @@ fn scale_processes(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
             ScaleProcessesSettings {
                 scale: ScaleSettings {
                     assumed_cpus: args.assume_cpus,
+                    sleeping_tasks: args.sleeping_tasks,
                 },
                 processes: args.processes,
             },
@@ -1165,7 +1205,10 @@ mod tests {
             &file.0,
             &info(),
             "scale",
-            ScaleSettings { assumed_cpus: None },
+            ScaleSettings {
+                assumed_cpus: None,
+                sleeping_tasks: Some(10),
+            },
             [measurement_json(&m)],
         )
         .expect("the file is written");
@@ -1185,6 +1228,7 @@ mod tests {
         );
         assert_eq!(v["benchmark"], "scale");
         assert!(v["assumed_cpus"].is_null(), "{written}");
+        assert_eq!(v["sleeping_tasks"], 10);
         assert_eq!(v["results"][0]["workload"], "fib(30)");
         assert_eq!(
             v["results"][0]["results"][0]["median_ms"].as_f64(),
@@ -1202,6 +1246,7 @@ mod tests {
                 "command",
                 "benchmark",
                 "assumed_cpus",
+                "sleeping_tasks",
                 "results",
                 "workload",
                 "workers",

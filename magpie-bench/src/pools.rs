@@ -170,8 +170,12 @@ impl fmt::Debug for Pools {
 pub(crate) const MAGPIE_THREAD_PREFIX: &str = "bench-magpie";
 pub(crate) const RAYON_THREAD_PREFIX: &str = "bench-rayon";
 
-/// The CPU count the magpie pools of `scale --assume-cpus` count (0: the machine's).
+/// The CPU count the magpie pools of `scale --assume-cpus` count (0: the machine's;
+/// [`A_CPU_PER_WORKER`]: as many as the pool has workers).
 static ASSUMED_CPUS: AtomicUsize = AtomicUsize::new(0);
+
+/// [`ASSUMED_CPUS`] for `scale --sleeping-tasks`: each pool counts one CPU per worker.
+const A_CPU_PER_WORKER: usize = usize::MAX;
 
 /// Makes the magpie pools built from now on count `cpus` CPUs in their wake rules
 /// (`magpie::Builder::assume_cpus`, a testing aid of the runtime): `scale --assume-cpus`, so
@@ -181,13 +185,23 @@ pub(crate) fn assume_cpus(cpus: usize) {
     ASSUMED_CPUS.store(cpus, Relaxed);
 }
 
-/// A builder for a magpie pool of this benchmark: the defaults, with `--assume-cpus` if given.
-pub(crate) fn magpie_builder() -> magpie::Builder {
+/// Makes each magpie pool built from now on count one CPU per worker in its wake rules:
+/// `scale --sleeping-tasks`, whose tasks hold a worker and not a CPU, so that the pools wake
+/// workers as they would with a CPU each.
+pub(crate) fn assume_a_cpu_per_worker() {
+    assume_cpus(A_CPU_PER_WORKER);
+}
+
+/// A builder for a magpie pool of `workers` workers of this benchmark: the defaults, with
+/// `--assume-cpus` (or `--sleeping-tasks`' CPU per worker) if given.
+pub(crate) fn magpie_builder(workers: usize) -> magpie::Builder {
     // Relaxed: see `assume_cpus`.
-    match ASSUMED_CPUS.load(Relaxed) {
+    let builder = match ASSUMED_CPUS.load(Relaxed) {
         0 => magpie::Runtime::builder(),
+        A_CPU_PER_WORKER => magpie::Runtime::builder().assume_cpus(workers),
         cpus => magpie::Runtime::builder().assume_cpus(cpus),
-    }
+    };
+    builder.worker_threads(workers)
 }
 
 impl Pools {
@@ -198,8 +212,7 @@ impl Pools {
     /// threads, so it starts `workers - 1` worker threads (plus its heartbeat thread) and the
     /// calling thread works. All three thus run the computation on `workers` threads.
     pub(crate) fn new(workers: usize) -> Pools {
-        let magpie = magpie_builder()
-            .worker_threads(workers)
+        let magpie = magpie_builder(workers)
             .thread_name(MAGPIE_THREAD_PREFIX)
             .build()
             .expect("could not build the magpie runtime");

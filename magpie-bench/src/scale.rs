@@ -13,7 +13,8 @@
 //!   `mixed`); against tokio, async-executor and the `futures` thread pool.
 //! - **task pool**: `magpie scale`'s patterns (variable, uniform, mixed), submitted from
 //!   outside; against rayon, tokio and async-executor, with efficiency and load balance
-//!   (`scale/task_pool.rs`).
+//!   (`scale/task_pool.rs`). With `--sleeping-tasks` the tasks sleep instead of spinning, so
+//!   that a small machine shows the pools' scheduling at worker counts it lacks.
 //!
 //! Method: the other benchmarks' (`harness`), at every worker count. The pools of a group
 //! are built once per worker count, before the group's first row, and serve all its rows
@@ -45,6 +46,7 @@ use crate::iter_rows::{self, IterCase, IterRow, Scan, Shape};
 use crate::pools::{Impl, Pools};
 
 use counts::{settle, CountSummary, Counts};
+pub(crate) use task_pool::Hold;
 use task_pool::{PoolShape, TaskImpl, TaskRow, PATTERNS};
 
 /// A group of rows, picked with `scale --only`.
@@ -85,6 +87,8 @@ pub(crate) struct Config {
     pub(crate) iter: iter_rows::Lengths,
     /// Tasks per task-pool row.
     pub(crate) tasks: usize,
+    /// How the task-pool rows' tasks hold their workers (`--sleeping-tasks`).
+    pub(crate) hold: Hold,
 }
 
 /// magpie or one of its peers, whatever kind of benchmark it takes part in.
@@ -198,7 +202,7 @@ pub(crate) fn run(cfg: &Config) -> Vec<RowResult> {
         }
         if wants(Group::TaskPool) {
             for pattern in PATTERNS {
-                let row = TaskRow::new(pattern, cfg.tasks);
+                let row = TaskRow::new(pattern, cfg.tasks, cfg.hold);
                 let points = pools.iter().map(|p| task_point(&row, p, cfg)).collect();
                 emit(RowResult {
                     group: Group::TaskPool,
@@ -306,13 +310,28 @@ fn measure_point<C: Contender>(
     }
 }
 
+/// One implementation's timed samples of a task-pool row, as [`PoolShape::of`] takes them.
+struct ShapeSamples {
+    imp: TaskImpl,
+    /// Each sample's task work.
+    works: Vec<Duration>,
+    /// Each sample's load balance.
+    balances: Vec<f64>,
+    /// Each sample's ramp-up, in ms.
+    ramp_ups_ms: Vec<f64>,
+}
+
 /// Measures one task-pool row at the worker count of `pools`.
 fn task_point(row: &TaskRow, pools: &AsyncPools, cfg: &Config) -> Point {
     let workers = pools.workers();
-    // Per implementation, each timed sample's load balance and ramp-up (ms).
-    let mut shapes: Vec<(TaskImpl, Vec<f64>, Vec<f64>)> = TaskImpl::ALL
+    let mut shapes: Vec<ShapeSamples> = TaskImpl::ALL
         .iter()
-        .map(|&imp| (imp, Vec::new(), Vec::new()))
+        .map(|&imp| ShapeSamples {
+            imp,
+            works: Vec::new(),
+            balances: Vec::new(),
+            ramp_ups_ms: Vec::new(),
+        })
         .collect();
     let mut point = measure_point(
         Group::TaskPool,
@@ -324,12 +343,13 @@ fn task_point(row: &TaskRow, pools: &AsyncPools, cfg: &Config) -> Point {
         |imp, timed| {
             let sample = row.sample(pools, imp);
             if timed {
-                let (_, balances, ramp_ups) = shapes
+                let slot = shapes
                     .iter_mut()
-                    .find(|(i, _, _)| *i == imp)
+                    .find(|s| s.imp == imp)
                     .expect("every impl has a slot");
-                balances.push(load_balance(&sample.work, workers));
-                ramp_ups.push(
+                slot.works.push(sample.total_work());
+                slot.balances.push(load_balance(&sample.work, workers));
+                slot.ramp_ups_ms.push(
                     sample
                         .ramp_up(workers)
                         .map_or(f64::INFINITY, |d| d.as_secs_f64() * 1e3),
@@ -340,17 +360,15 @@ fn task_point(row: &TaskRow, pools: &AsyncPools, cfg: &Config) -> Point {
     );
     point.shapes = shapes
         .iter()
-        .map(|(imp, balances, ramp_ups)| {
+        .map(|s| {
             let makespans = point
                 .results
                 .iter()
-                .find(|(name, _)| *name == imp.name())
+                .find(|(name, _)| *name == s.imp.name())
                 .map(|(_, samples)| samples.as_slice())
                 .expect("every impl was measured");
-            (
-                imp.name(),
-                PoolShape::of(row.total_work(), workers, makespans, balances, ramp_ups),
-            )
+            let shape = PoolShape::of(&s.works, workers, makespans, &s.balances, &s.ramp_ups_ms);
+            (s.imp.name(), shape)
         })
         .collect();
     point
@@ -377,6 +395,7 @@ mod tests {
                 sort: 100,
             },
             tasks: 10,
+            hold: Hold::Spin,
         }
     }
 

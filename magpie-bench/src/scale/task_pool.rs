@@ -11,6 +11,14 @@
 //!   work that does not block);
 //! - async-executor: `Executor::spawn` of the same future, run by N threads.
 //!
+//! With `scale --sleeping-tasks FACTOR` each task instead *sleeps* `FACTOR` times its
+//! duration ([`Hold::Sleep`]), its thread's timer slack at 1 ns: a task then holds a worker
+//! and not a CPU, so a machine with 2 CPUs runs 16 or 64 workers' tasks as a machine with a
+//! CPU per worker would, and the rows show each pool's scheduling (its wakes, its steals, how
+//! soon and how evenly its workers work) at worker counts the machine lacks. A sleep wakes
+//! late by a few microseconds, so in this mode a task's work is the time it held its
+//! thread, measured, and not its duration.
+//!
 //! The clock runs from the first submission until the last task has reported. The pools are
 //! the `async` benchmark's ([`AsyncPools`]); `magpie scale` builds a fresh runtime per row,
 //! these are built once per worker count, as every other pool of the bench.
@@ -55,7 +63,7 @@ const SEED: u64 = 0x5EED;
 
 /// The durations of `tasks` tasks of `pattern`, in arrival order: a task-pool row's.
 pub(crate) fn durations(pattern: Pattern, tasks: usize) -> Vec<Duration> {
-    TaskRow::new(pattern, tasks).durations
+    TaskRow::new(pattern, tasks, Hold::Spin).durations
 }
 
 /// One of the task pools under comparison.
@@ -92,22 +100,40 @@ impl Contender for TaskImpl {
     }
 }
 
+/// How a task holds its worker for its duration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// It spins on the clock: CPU work, the rows' default.
+    Spin,
+    /// It sleeps `factor` times its duration (`scale --sleeping-tasks`): it holds its worker
+    /// but not a CPU.
+    Sleep { factor: u32 },
+}
+
 /// One pattern's tasks.
 #[derive(Debug)]
 pub(crate) struct TaskRow {
     pattern: Pattern,
+    hold: Hold,
     durations: Vec<Duration>,
     total_work: Duration,
 }
 
 impl TaskRow {
-    /// `tasks` durations of `pattern`.
-    pub(crate) fn new(pattern: Pattern, tasks: usize) -> TaskRow {
+    /// `tasks` durations of `pattern`, each held as `hold` says (a sleep `factor` times
+    /// longer).
+    pub(crate) fn new(pattern: Pattern, tasks: usize, hold: Hold) -> TaskRow {
         let workload = workload::Workload::generate(pattern, tasks, SEED);
+        let factor = match hold {
+            Hold::Spin => 1,
+            Hold::Sleep { factor } => factor,
+        };
+        let durations: Vec<Duration> = workload.durations().map(|d| d * factor).collect();
         TaskRow {
             pattern,
-            durations: workload.durations().collect(),
-            total_work: workload.total_work(),
+            hold,
+            total_work: durations.iter().sum(),
+            durations,
         }
     }
 
@@ -124,16 +150,15 @@ impl TaskRow {
             Pattern::Variable => "log-uniform from 1 µs to 1 ms",
             Pattern::Burst => "mixed, in 10 bursts",
         };
+        let held = match self.hold {
+            Hold::Spin => String::new(),
+            Hold::Sleep { factor } => format!(", each sleeping {factor} × its duration"),
+        };
         format!(
-            "{} tasks ({shape}), {:.1} ms of work, submitted from outside the pool",
+            "{} tasks ({shape}{held}), {:.1} ms of work, submitted from outside the pool",
             self.durations.len(),
             self.total_work.as_secs_f64() * 1e3
         )
-    }
-
-    /// The total task work.
-    pub(crate) fn total_work(&self) -> Duration {
-        self.total_work
     }
 
     /// Runs every task once on `imp` and returns the makespan, and for each thread that ran
@@ -148,6 +173,7 @@ impl TaskRow {
             // Relaxed: only distinct values matter.
             sample: NEXT_SAMPLE.fetch_add(1, Relaxed),
             start,
+            hold: self.hold,
         });
         for &d in &self.durations {
             let countdown = Arc::clone(&countdown);
@@ -182,6 +208,34 @@ impl TaskRow {
     }
 }
 
+/// Sleeps `d` on a thread whose timer slack is 1 ns (set on its first sleep; the default,
+/// 50 µs, would add that much to every task); returns how long the sleep took.
+fn sleep_held(d: Duration) -> Duration {
+    std::thread_local! {
+        static SLACK_SET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    SLACK_SET.with(|set| {
+        if !set.replace(true) {
+            set_timer_slack_ns(1);
+        }
+    });
+    let start = Instant::now();
+    std::thread::sleep(d);
+    start.elapsed()
+}
+
+/// Sets the calling thread's timer slack (Linux; elsewhere nothing).
+fn set_timer_slack_ns(ns: u64) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and touches only the calling
+    // thread's scheduling attributes; the unused arguments are zero, as prctl(2) asks.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = ns;
+}
+
 /// One sample of a task-pool row.
 #[derive(Debug)]
 pub(crate) struct Sample {
@@ -194,6 +248,12 @@ pub(crate) struct Sample {
 }
 
 impl Sample {
+    /// The task work of the sample: the row's durations when they spin, the time the tasks
+    /// held their threads when they sleep.
+    pub(crate) fn total_work(&self) -> Duration {
+        Duration::from_nanos(self.work.iter().sum())
+    }
+
     /// When the last of `workers` threads began its first task; `None` if fewer than
     /// `workers` threads ran one.
     pub(crate) fn ramp_up(&self, workers: usize) -> Option<Duration> {
@@ -215,11 +275,13 @@ struct Countdown {
     /// This sample's number and its first submission.
     sample: u64,
     start: Instant,
+    /// How each task holds its worker.
+    hold: Hold,
 }
 
 impl Countdown {
-    /// One task: notes this thread's first task of the sample, spins for `d`, credits it to
-    /// this thread, counts down.
+    /// One task: notes this thread's first task of the sample, spins for `d` (or sleeps it),
+    /// credits it (or the time the sleep took) to this thread, counts down.
     fn run(&self, d: Duration) {
         THREAD.with(|thread| {
             // Relaxed: only this thread writes its cell; the bench thread reads it after
@@ -229,8 +291,14 @@ impl Countdown {
                 thread.first_task_ns.store(since, Relaxed);
                 thread.sample.store(self.sample, Relaxed);
             }
-            workload::spin(d);
-            thread.work_ns.fetch_add(d.as_nanos() as u64, Relaxed);
+            let held = match self.hold {
+                Hold::Spin => {
+                    workload::spin(d);
+                    d
+                }
+                Hold::Sleep { .. } => sleep_held(d),
+            };
+            thread.work_ns.fetch_add(held.as_nanos() as u64, Relaxed);
         });
         // AcqRel: the decrements form one release sequence, so the task that takes the
         // count to zero has acquired every other task's work credit and first-task note,
@@ -289,7 +357,8 @@ pub(crate) fn load_balance(work: &[u64], workers: usize) -> f64 {
 /// `scale`'s JSON an infinite figure (a thread ran no task) is written as `null`.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub(crate) struct PoolShape {
-    /// Total task work / (workers × median makespan).
+    /// Task work / (workers × median makespan); the work is the mean over the samples (it
+    /// differs from one to the next only with sleeping tasks).
     pub(crate) efficiency: f64,
     /// The median over the samples of [`load_balance`].
     pub(crate) load_balance: f64,
@@ -299,18 +368,19 @@ pub(crate) struct PoolShape {
 }
 
 impl PoolShape {
-    /// The shape of `makespans`, `balances` and `ramp_ups` (one per sample, in ms) on
-    /// `workers` workers.
+    /// The shape of `works`, `makespans`, `balances` and `ramp_ups` (one per sample, in ms)
+    /// on `workers` workers.
     pub(crate) fn of(
-        total_work: Duration,
+        works: &[Duration],
         workers: usize,
         makespans: &[Duration],
         balances: &[f64],
         ramp_ups_ms: &[f64],
     ) -> PoolShape {
         let makespan = crate::harness::median(makespans);
+        let work = works.iter().sum::<Duration>().as_secs_f64() / works.len().max(1) as f64;
         PoolShape {
-            efficiency: total_work.as_secs_f64() / (workers as f64 * makespan.as_secs_f64()),
+            efficiency: work / (workers as f64 * makespan.as_secs_f64()),
             load_balance: median_f64(balances),
             ramp_up_ms: median_f64(ramp_ups_ms),
         }
@@ -320,6 +390,10 @@ impl PoolShape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Held by each test that takes samples: a sample credits the work of every thread that
+    /// ran a task meanwhile to its pool, so two at once would mix their tests' threads.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
     #[test]
     fn balance_of_a_pool() {
@@ -331,13 +405,15 @@ mod tests {
 
     #[test]
     fn every_pool_runs_every_task() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let pools = AsyncPools::new(2);
-        let row = TaskRow::new(Pattern::Uniform, 200);
-        assert_eq!(row.total_work(), Duration::from_micros(50 * 200));
+        let row = TaskRow::new(Pattern::Uniform, 200, Hold::Spin);
+        assert_eq!(row.total_work, Duration::from_micros(50 * 200));
         for imp in TaskImpl::ALL {
             let sample = row.sample(&pools, imp);
             let work = &sample.work;
             assert_eq!(work.iter().sum::<u64>(), 50_000 * 200, "{}", imp.name());
+            assert_eq!(sample.total_work(), row.total_work, "{}", imp.name());
             assert!(work.len() <= 2 && sample.makespan >= Duration::from_micros(50 * 100));
             // Every thread that worked noted its first task of this sample, within it.
             assert_eq!(sample.first_task.len(), work.len(), "{}", imp.name());
@@ -347,6 +423,29 @@ mod tests {
                 sample.first_task.iter().copied().max()
             );
             assert_eq!(sample.ramp_up(work.len() + 1), None);
+        }
+    }
+
+    #[test]
+    fn sleeping_tasks_credit_the_time_they_held_their_thread() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let pools = AsyncPools::new(2);
+        let row = TaskRow::new(Pattern::Uniform, 40, Hold::Sleep { factor: 3 });
+        // Each task sleeps 3 × 50 µs.
+        assert!(row
+            .durations
+            .iter()
+            .all(|&d| d == Duration::from_micros(150)));
+        assert_eq!(row.total_work, Duration::from_micros(150 * 40));
+        assert!(row.describe().contains("sleeping 3 ×"));
+        for imp in TaskImpl::ALL {
+            let sample = row.sample(&pools, imp);
+            // A sleep never ends early: every thread is credited at least its tasks'
+            // durations, and the sample at least the row's.
+            assert!(sample.total_work() >= row.total_work, "{}", imp.name());
+            assert!(sample.work.len() <= 2, "{}", imp.name());
+            assert!(sample.work.iter().all(|&w| w >= 150_000), "{}", imp.name());
+            assert!(sample.makespan >= Duration::from_micros(150 * 20));
         }
     }
 }
