@@ -188,7 +188,9 @@ pub(crate) fn legend() -> &'static str {
          acquisitions of a global inject queue's lock; list locks = acquisitions of a \
          live-task list shard's lock (one per spawn, one per shard among a batch of \
          completed tasks unlinked together).\n\n\
-         Task pool: eff = total task work / (workers × median makespan); bal = the most \
+         Task pool: eff = task work / (workers × makespan), median over the samples (the \
+         work is the tasks' durations, or with --sleeping-tasks the time they held their \
+         threads); bal = the most \
          task work one thread did over the least, median over the samples (1.000 is \
          perfect; idle: a thread ran no task); ramp = how many ms after the first \
          submission the last thread began its first task, median over the samples (how \

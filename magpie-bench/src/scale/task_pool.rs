@@ -23,8 +23,8 @@
 //! the `async` benchmark's ([`AsyncPools`]); `magpie scale` builds a fresh runtime per row,
 //! these are built once per worker count, as every other pool of the bench.
 //!
-//! Two figures per implementation come with the time. **Efficiency** = total task work /
-//! (workers × median makespan): 100% is every worker spinning through tasks all along, with
+//! Two figures per implementation come with the time. **Efficiency** = task work / (workers
+//! × makespan), the median over the samples: 100% is every worker spinning through tasks all along, with
 //! no overhead and no idle worker (`magpie compare`'s ideal, for a single batch; it needs no
 //! one-worker run, unlike `magpie scale`'s `T1 / (n · Tn)`). **Load balance** = the most
 //! task work one thread did over the least, the median over the samples (1.00 is perfect;
@@ -357,8 +357,9 @@ pub(crate) fn load_balance(work: &[u64], workers: usize) -> f64 {
 /// `scale`'s JSON an infinite figure (a thread ran no task) is written as `null`.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub(crate) struct PoolShape {
-    /// Task work / (workers × median makespan); the work is the mean over the samples (it
-    /// differs from one to the next only with sleeping tasks).
+    /// The median over the samples of task work / (workers × makespan): with spinning
+    /// tasks, whose work is the same in every sample, the work over workers × the median
+    /// makespan.
     pub(crate) efficiency: f64,
     /// The median over the samples of [`load_balance`].
     pub(crate) load_balance: f64,
@@ -377,10 +378,13 @@ impl PoolShape {
         balances: &[f64],
         ramp_ups_ms: &[f64],
     ) -> PoolShape {
-        let makespan = crate::harness::median(makespans);
-        let work = works.iter().sum::<Duration>().as_secs_f64() / works.len().max(1) as f64;
+        let efficiencies: Vec<f64> = works
+            .iter()
+            .zip(makespans)
+            .map(|(work, makespan)| work.as_secs_f64() / (workers as f64 * makespan.as_secs_f64()))
+            .collect();
         PoolShape {
-            efficiency: work / (workers as f64 * makespan.as_secs_f64()),
+            efficiency: median_f64(&efficiencies),
             load_balance: median_f64(balances),
             ramp_up_ms: median_f64(ramp_ups_ms),
         }
