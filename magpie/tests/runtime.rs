@@ -494,6 +494,15 @@ fn child_barrier_mode() {
             if cpus > magpie::AUTO_ASYMMETRIC_MAX_CPUS {
                 assert_eq!(many.barrier_mode(), BarrierMode::Symmetric);
             }
+            // A pool told to count 16 CPUs (a testing aid, `Builder::assume_cpus`) picks the
+            // mode such a machine would, whatever this one has.
+            let assumed = Runtime::builder()
+                .worker_threads(16)
+                .assume_cpus(16)
+                .build()
+                .unwrap();
+            assert_eq!(assumed.barrier_mode(), BarrierMode::Symmetric);
+            assert_eq!(assumed.install(|| magpie::join(|| 1, || 2)), (1, 2));
         }
     }
     // A mode set on the builder wins over the variable.

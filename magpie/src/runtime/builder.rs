@@ -548,12 +548,14 @@ impl Builder {
         self
     }
 
-    /// Makes the wake rules that depend on the machine's size (R1b and R1c in
-    /// `sleep/README.md`: a wake beyond the tokio-like rule only while fewer workers are
-    /// awake than CPUs) count `cpus` CPUs instead of the process's available parallelism. A
-    /// testing aid, so that a small machine runs the wakes a large one makes (the tests
-    /// check that no task is lost or run twice with them); hence its absence from the
-    /// documentation. 0 counts as 1.
+    /// Makes the rules that depend on the machine's size count `cpus` CPUs instead of the
+    /// process's available parallelism: the wake rules R1b and R1c in `sleep/README.md` (a
+    /// wake beyond the tokio-like rule only while fewer workers are awake than CPUs), and
+    /// the choice of [`BarrierMode::Auto`] (symmetric above
+    /// [`AUTO_ASYMMETRIC_MAX_CPUS`](crate::AUTO_ASYMMETRIC_MAX_CPUS)). A testing aid, so that
+    /// a small machine runs the wakes and fences a large one would (the tests check that no
+    /// task is lost or run twice with them); hence its absence from the documentation. 0
+    /// counts as 1.
     #[doc(hidden)]
     pub fn assume_cpus(mut self, cpus: usize) -> Builder {
         self.assumed_cpus = Some(cpus);

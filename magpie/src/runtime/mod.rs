@@ -207,7 +207,7 @@ impl Runtime {
         let trace_capacity = builder.checked_trace_capacity()?;
         // Before any worker can run a light barrier (sync/barrier.rs): the registration for
         // `membarrier`, if the asymmetric mode is chosen, happens here.
-        let barrier = Barrier::resolve(builder.resolved_barrier()?, n);
+        let barrier = Barrier::resolve(builder.resolved_barrier()?, n, builder.resolved_cpus());
 
         let (owners, stealers): (Vec<_>, Vec<_>) =
             (0..n).map(|_| chase_lev::with_barrier(barrier)).unzip();

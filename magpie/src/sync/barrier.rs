@@ -219,17 +219,15 @@ impl Barrier {
     /// Both sides `fence(SeqCst)`.
     pub(crate) const SYMMETRIC: Barrier = Barrier { asymmetric: false };
 
-    /// The mode a runtime of `workers` workers uses when asked for `mode`. Registers the
-    /// process for `membarrier` the first time the asymmetric mode is chosen; falls back to
-    /// symmetric where it cannot.
-    pub(crate) fn resolve(mode: BarrierMode, workers: usize) -> Barrier {
+    /// The mode a runtime of `workers` workers uses when asked for `mode`, on a machine
+    /// whose process may run on `cpus` CPUs (the available parallelism, or
+    /// `Builder::assume_cpus`). Registers the process for `membarrier` the first time the
+    /// asymmetric mode is chosen; falls back to symmetric where it cannot.
+    pub(crate) fn resolve(mode: BarrierMode, workers: usize, cpus: usize) -> Barrier {
         let asymmetric = match mode {
             BarrierMode::Symmetric => false,
             BarrierMode::Asymmetric => true,
-            BarrierMode::Auto => {
-                let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-                asymmetric_pays_off(cpus.min(workers))
-            }
+            BarrierMode::Auto => asymmetric_pays_off(cpus.min(workers)),
         };
         // Miri: `membarrier` is a system call Miri cannot run, and a compiler fence is no
         // barrier in its memory model; the symmetric mode (two `fence(SeqCst)`) is the one
@@ -244,7 +242,7 @@ impl Barrier {
     /// The asymmetric mode if this process can have it (for tests that stress it).
     #[cfg(test)]
     pub(crate) fn best_available() -> Barrier {
-        Barrier::resolve(BarrierMode::Asymmetric, 1)
+        Barrier::resolve(BarrierMode::Asymmetric, 1, 1)
     }
 
     /// Whether the heavy side is a `membarrier` (and the light side a compiler fence).
@@ -447,24 +445,38 @@ mod tests {
             BarrierMode::Symmetric,
         ] {
             for workers in [1, 2, 8, 130] {
-                assert_ne!(Barrier::resolve(mode, workers).mode(), BarrierMode::Auto);
+                for cpus in [1, 2, 16] {
+                    let resolved = Barrier::resolve(mode, workers, cpus).mode();
+                    assert_ne!(resolved, BarrierMode::Auto);
+                }
             }
         }
         assert_eq!(
-            Barrier::resolve(BarrierMode::Symmetric, 2).mode(),
+            Barrier::resolve(BarrierMode::Symmetric, 2, 2).mode(),
             BarrierMode::Symmetric
         );
-        // Auto never picks asymmetric for more workers than the model allows.
-        assert_eq!(
-            Barrier::resolve(BarrierMode::Auto, AUTO_ASYMMETRIC_MAX_CPUS + 1).mode(),
-            if std::thread::available_parallelism().map_or(1, |n| n.get())
-                <= AUTO_ASYMMETRIC_MAX_CPUS
-            {
-                Barrier::resolve(BarrierMode::Auto, 1).mode()
-            } else {
-                BarrierMode::Symmetric
-            }
-        );
+    }
+
+    #[test]
+    fn auto_counts_the_smaller_of_the_workers_and_the_cpus() {
+        // Where the asymmetric mode is available, what Auto picks when it pays off.
+        let available = Barrier::resolve(BarrierMode::Asymmetric, 1, 1).mode();
+        let beyond = AUTO_ASYMMETRIC_MAX_CPUS + 1;
+        for (workers, cpus, expected) in [
+            (1, 1, available),
+            (2, 2, available),
+            (16, 2, available),
+            (2, 16, available),
+            (beyond, beyond, BarrierMode::Symmetric),
+            (16, 16, BarrierMode::Symmetric),
+            (130, 64, BarrierMode::Symmetric),
+        ] {
+            assert_eq!(
+                Barrier::resolve(BarrierMode::Auto, workers, cpus).mode(),
+                expected,
+                "{workers} workers on {cpus} CPUs"
+            );
+        }
     }
 }
 
