@@ -422,6 +422,35 @@ pub(crate) mod json_check {
     }
 }
 
+/// Sleeps `d` on a thread whose timer slack is 1 ns (set on its first sleep; the default,
+/// 50 µs, would add that much to every sleep); returns how long the sleep took. What
+/// `scale --sleeping-tasks` holds a worker with instead of a CPU.
+pub(crate) fn sleep_held(d: Duration) -> Duration {
+    std::thread_local! {
+        static SLACK_SET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    SLACK_SET.with(|set| {
+        if !set.replace(true) {
+            set_timer_slack_ns(1);
+        }
+    });
+    let start = Instant::now();
+    std::thread::sleep(d);
+    start.elapsed()
+}
+
+/// Sets the calling thread's timer slack (Linux; elsewhere nothing).
+fn set_timer_slack_ns(ns: u64) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and touches only the calling
+    // thread's scheduling attributes; the unused arguments are zero, as prctl(2) asks.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = ns;
+}
+
 #[cfg(test)]
 mod tests {
     use super::json_check::{keys, numbers, parse, text};

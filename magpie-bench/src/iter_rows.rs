@@ -350,6 +350,59 @@ impl IterRow {
     }
 }
 
+/// `for_each` over `0..items`, each item holding its thread for `hold` by sleeping
+/// (`harness::sleep_held`) instead of computing: the splitting of a parallel iterator at
+/// worker counts this machine's CPUs cannot run, since an item holds a worker and not a CPU
+/// (`scale --sleeping-tasks`). An ideal schedule takes `ceil(items / workers) × hold`; a
+/// piece kept from thieves shows as a longer makespan.
+pub(crate) struct HeldRow {
+    items: usize,
+    hold: Duration,
+}
+
+impl HeldRow {
+    /// The number of items run, after running them.
+    fn run(&self, imp: Impl, pools: &Pools) -> usize {
+        use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+        let ran = AtomicUsize::new(0);
+        let item = |_: usize| {
+            crate::harness::sleep_held(self.hold);
+            // Relaxed: read after the `for_each` returned, which orders every item before.
+            ran.fetch_add(1, Relaxed);
+        };
+        match imp {
+            Impl::Sequential | Impl::Chili => (0..self.items).for_each(item),
+            Impl::Magpie => pools.magpie.install(|| {
+                use magpie::prelude::*;
+                (0..self.items).into_par_iter().for_each(item);
+            }),
+            Impl::Rayon => pools.rayon.install(|| {
+                use rayon::prelude::*;
+                (0..self.items).into_par_iter().for_each(item);
+            }),
+        }
+        ran.into_inner()
+    }
+}
+
+impl Workload for HeldRow {
+    fn name(&self) -> String {
+        format!(
+            "for_each of {} items, each sleeping {} µs",
+            self.items,
+            self.hold.as_micros()
+        )
+    }
+
+    fn sample(&mut self, pools: &Pools, imp: Impl) -> Duration {
+        let start = Instant::now();
+        let ran = self.run(imp, pools);
+        let elapsed = start.elapsed();
+        assert_eq!(ran, self.items, "every item runs once");
+        elapsed
+    }
+}
+
 /// Input lengths of the rows.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Lengths {
@@ -369,6 +422,8 @@ pub(crate) enum IterCase {
     Scan(Scan),
     /// A [`SortRow`].
     Sort { stable: bool, shape: Shape },
+    /// A [`HeldRow`]: `items` items, each sleeping `micros` µs (`scale --sleeping-tasks`).
+    Held { items: usize, micros: u64 },
 }
 
 impl IterCase {
@@ -381,6 +436,10 @@ impl IterCase {
             IterCase::Scan(scan @ Scan::Sum) => Box::new(ScanRow::new(scan, lengths.sum)),
             IterCase::Scan(scan) => Box::new(ScanRow::new(scan, lengths.scan)),
             IterCase::Sort { stable, shape } => Box::new(SortRow::new(stable, shape, lengths.sort)),
+            IterCase::Held { items, micros } => Box::new(HeldRow {
+                items,
+                hold: Duration::from_micros(micros),
+            }),
         }
     }
 }

@@ -346,8 +346,10 @@ struct ScaleArgs {
     /// worker in its wake rules: a task then holds a worker and not a CPU, so that a small
     /// machine shows how each pool schedules, wakes and balances at worker counts it lacks
     /// (16 workers on 2 CPUs). A task's work is then the time it held its thread. 10 keeps
-    /// the shortest tasks (mixed's 10 µs) well above a sleep's wake-up cost. Task-pool rows
-    /// only (--only task-pool); not with --assume-cpus.
+    /// the shortest tasks (mixed's 10 µs) well above a sleep's wake-up cost. The iter group
+    /// then has one row instead of its own: a parallel `for_each` over 1,600 items that
+    /// each sleep 20 × FACTOR µs (how the splitting spreads them). Only with --only
+    /// task-pool, iter or both; not with --assume-cpus.
     #[arg(
         long,
         value_name = "FACTOR",
@@ -688,10 +690,12 @@ fn idle(args: &IdleArgs, info: &MachineInfo) -> ExitCode {
 }
 
 fn scale(args: &ScaleArgs, info: &MachineInfo) -> ExitCode {
-    if args.sleeping_tasks.is_some() && args.only.iter().any(|&g| g != scale::Group::TaskPool) {
+    let modelled = [scale::Group::TaskPool, scale::Group::Iter];
+    if args.sleeping_tasks.is_some() && args.only.iter().any(|g| !modelled.contains(g)) {
         eprintln!(
-            "--sleeping-tasks changes the task-pool rows only, and the other groups would run \
-             with a CPU counted per worker: add --only task-pool"
+            "--sleeping-tasks has rows in the task-pool and iter groups only (the others \
+             measure CPUs, and would run with a CPU counted per worker): add --only \
+             task-pool,iter, or one of the two"
         );
         return ExitCode::FAILURE;
     }

@@ -239,6 +239,11 @@ impl PoolCase {
     }
 }
 
+/// Items of the iter group's one row under `--sleeping-tasks` (100 per worker at 16).
+const HELD_ITEMS: usize = 1600;
+/// How long each of those items sleeps, times `--sleeping-tasks`' factor: 200 µs at 10.
+const HELD_ITEM_MICROS: u64 = 20;
+
 /// The selected rows that run on [`Pools`], in order. The two iter rows that the fork-join
 /// group includes appear once, in the first selected group that has them.
 fn pool_cases(cfg: &Config) -> Vec<(Group, PoolCase)> {
@@ -254,6 +259,16 @@ fn pool_cases(cfg: &Config) -> Vec<(Group, PoolCase)> {
         for case in [sort, IterCase::Scan(Scan::Sum)] {
             cases.push((Group::ForkJoin, PoolCase::Iter(case)));
         }
+    }
+    if let (true, Hold::Sleep { factor }) = (cfg.groups.contains(&Group::Iter), cfg.hold) {
+        // Only a row whose items can sleep: the others measure memory and CPUs.
+        let micros = HELD_ITEM_MICROS * u64::from(factor);
+        let held = IterCase::Held {
+            items: HELD_ITEMS,
+            micros,
+        };
+        cases.push((Group::Iter, PoolCase::Iter(held)));
+        return cases;
     }
     if cfg.groups.contains(&Group::Iter) {
         for case in IterRow::ALL.into_iter().flat_map(IterRow::cases) {
