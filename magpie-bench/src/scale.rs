@@ -14,7 +14,8 @@
 //! - **task pool**: `magpie scale`'s patterns (variable, uniform, mixed), submitted from
 //!   outside; against rayon, tokio and async-executor, with efficiency and load balance
 //!   (`scale/task_pool.rs`). With `--sleeping-tasks` the tasks sleep instead of spinning, so
-//!   that a small machine shows the pools' scheduling at worker counts it lacks.
+//!   that a small machine shows the pools' scheduling at worker counts it lacks, and the
+//!   iter group is one row whose items sleep (`iter_rows::HeldRow`).
 //!
 //! Method: the other benchmarks' (`harness`), at every worker count. The pools of a group
 //! are built once per worker count, before the group's first row, and serve all its rows
@@ -87,7 +88,8 @@ pub(crate) struct Config {
     pub(crate) iter: iter_rows::Lengths,
     /// Tasks per task-pool row.
     pub(crate) tasks: usize,
-    /// How the task-pool rows' tasks hold their workers (`--sleeping-tasks`).
+    /// How the task-pool rows' tasks hold their workers; with [`Hold::Sleep`]
+    /// (`--sleeping-tasks`) the iter group is one row of sleeping items.
     pub(crate) hold: Hold,
 }
 
@@ -245,7 +247,8 @@ const HELD_ITEMS: usize = 1600;
 const HELD_ITEM_MICROS: u64 = 20;
 
 /// The selected rows that run on [`Pools`], in order. The two iter rows that the fork-join
-/// group includes appear once, in the first selected group that has them.
+/// group includes appear once, in the first selected group that has them. With sleeping
+/// tasks the iter group is the one row of sleeping items.
 fn pool_cases(cfg: &Config) -> Vec<(Group, PoolCase)> {
     let mut cases = Vec::new();
     if cfg.groups.contains(&Group::ForkJoin) {
@@ -428,5 +431,37 @@ mod tests {
         assert_eq!(iter_only.len(), iter_cases);
         assert!(iter_only.contains(&(Group::Iter, sum)));
         assert!(pool_cases(&config(&[Group::Async])).is_empty());
+    }
+
+    #[test]
+    fn with_sleeping_tasks_the_iter_group_is_one_row_of_sleeping_items() {
+        let mut cfg = config(&[Group::Iter, Group::TaskPool]);
+        cfg.hold = Hold::Sleep { factor: 10 };
+        let held = IterCase::Held {
+            items: HELD_ITEMS,
+            micros: 200,
+        };
+        assert_eq!(pool_cases(&cfg), [(Group::Iter, PoolCase::Iter(held))]);
+        cfg.groups = vec![Group::TaskPool];
+        assert!(pool_cases(&cfg).is_empty());
+    }
+
+    #[test]
+    fn a_row_of_sleeping_items_runs_each_once_and_holds_a_worker_per_item() {
+        let pools = Pools::new(2);
+        let hold = Duration::from_micros(300);
+        let mut row = IterCase::Held {
+            items: 8,
+            micros: 300,
+        }
+        .make(config(&[]).iter);
+        assert!(row.name().contains("8 items, each sleeping 300 µs"));
+        for imp in IterCase::IMPLS {
+            // `sample` asserts that every item ran once; 8 sleeps on at most 2 threads take
+            // at least 4 sleeps' time, 8 on one.
+            let took = row.sample(&pools, imp);
+            let least = if imp == Impl::Sequential { 8 } else { 4 };
+            assert!(took >= hold * least, "{imp:?}: {took:?}");
+        }
     }
 }
