@@ -343,7 +343,8 @@ struct ScaleArgs {
     assume_cpus: Option<u64>,
     /// Make each task of the task-pool rows sleep FACTOR times its duration instead of
     /// spinning (its thread's timer slack at 1 ns), and each magpie pool count one CPU per
-    /// worker in its wake rules: a task then holds a worker and not a CPU, so that a small
+    /// worker in its wake rules and its barrier mode (`Builder::assume_cpus`): a task then
+    /// holds a worker and not a CPU, so that a small
     /// machine shows how each pool schedules, wakes and balances at worker counts it lacks
     /// (16 workers on 2 CPUs). A task's work is then the time it held its thread. 10 keeps
     /// the shortest tasks (mixed's 10 µs) well above a sleep's wake-up cost. The iter group

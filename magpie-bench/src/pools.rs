@@ -185,9 +185,9 @@ pub(crate) fn assume_cpus(cpus: usize) {
     ASSUMED_CPUS.store(cpus, Relaxed);
 }
 
-/// Makes each magpie pool built from now on count one CPU per worker in its wake rules:
-/// `scale --sleeping-tasks`, whose tasks hold a worker and not a CPU, so that the pools wake
-/// workers as they would with a CPU each.
+/// Makes each magpie pool built from now on count one CPU per worker in its wake rules and
+/// its barrier mode: `scale --sleeping-tasks`, whose tasks hold a worker and not a CPU, so
+/// that the pools wake workers and fence as they would with a CPU each.
 pub(crate) fn assume_a_cpu_per_worker() {
     assume_cpus(A_CPU_PER_WORKER);
 }
