@@ -263,17 +263,17 @@ fn pool_cases(cfg: &Config) -> Vec<(Group, PoolCase)> {
             cases.push((Group::ForkJoin, PoolCase::Iter(case)));
         }
     }
-    if let (true, Hold::Sleep { factor }) = (cfg.groups.contains(&Group::Iter), cfg.hold) {
-        // Only a row whose items can sleep: the others measure memory and CPUs.
-        let micros = HELD_ITEM_MICROS * u64::from(factor);
-        let held = IterCase::Held {
-            items: HELD_ITEMS,
-            micros,
-        };
-        cases.push((Group::Iter, PoolCase::Iter(held)));
+    if !cfg.groups.contains(&Group::Iter) {
         return cases;
     }
-    if cfg.groups.contains(&Group::Iter) {
+    if let Hold::Sleep { factor } = cfg.hold {
+        // Only a row whose items can sleep: the others measure memory and CPUs.
+        let held = IterCase::Held {
+            items: HELD_ITEMS,
+            micros: HELD_ITEM_MICROS * u64::from(factor),
+        };
+        cases.push((Group::Iter, PoolCase::Iter(held)));
+    } else {
         for case in IterRow::ALL.into_iter().flat_map(IterRow::cases) {
             if !cases.iter().any(|&(_, c)| c == PoolCase::Iter(case)) {
                 cases.push((Group::Iter, PoolCase::Iter(case)));

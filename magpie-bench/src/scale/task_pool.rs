@@ -24,8 +24,8 @@
 //! these are built once per worker count, as every other pool of the bench.
 //!
 //! Two figures per implementation come with the time. **Efficiency** = task work / (workers
-//! × makespan), the median over the samples: 100% is every worker spinning through tasks all along, with
-//! no overhead and no idle worker (`magpie compare`'s ideal, for a single batch; it needs no
+//! × makespan), the median over the samples: 100% is every worker spinning through tasks
+//! all along, with no overhead and no idle worker (`magpie compare`'s ideal, for a single batch; it needs no
 //! one-worker run, unlike `magpie scale`'s `T1 / (n · Tn)`). **Load balance** = the most
 //! task work one thread did over the least, the median over the samples (1.00 is perfect;
 //! infinite when a thread ran no task). Task work is the tasks' durations summed per thread,

@@ -906,14 +906,14 @@ fn worker_threads_env(value: &str) -> Result<Option<usize>, BuildError> {
     }
 }
 
-/// What a `MAGPIE_STALL_THRESHOLD_MS` of `value` asks for: a threshold, or `None` (`0`,
-/// `off`) for no detection.
 /// A hidden on/off switch of the builder (a measuring aid): as set, else off only when the
 /// environment variable `var` is `0` (spaces around it ignored), else on.
 fn switch_or_env(set: Option<bool>, var: &str) -> bool {
     set.unwrap_or_else(|| std::env::var(var).map_or(true, |v| v.trim() != "0"))
 }
 
+/// What a `MAGPIE_STALL_THRESHOLD_MS` of `value` asks for: a threshold, or `None` (`0`,
+/// `off`) for no detection.
 fn stall_threshold_env(value: &str) -> Result<Option<Duration>, BuildError> {
     let trimmed = value.trim();
     if trimmed.eq_ignore_ascii_case("off") {
